@@ -1,0 +1,308 @@
+"""The snapshot document: the estate, its audit and its fingerprint as camelCase JSON.
+
+This is the interface outside tools read (CONTRACT section 3). ``build_document`` writes
+it, ``load_document`` reads one back for a re-audit or as a baseline, and ``fingerprint``
+hashes the governed content only, so an unchanged estate always hashes the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_coremodels.core.audit import AuditResult, Baseline
+from airflow_provider_coremodels.core.model import (
+    CAPABILITIES,
+    CONNECTOR,
+    FIELD_TYPE,
+    SCHEMA_VERSION,
+    Dataset,
+    Edge,
+    Estate,
+    Field,
+    Lossiness,
+    State,
+)
+from airflow_provider_coremodels.errors import SnapshotDocumentError
+
+DEFAULT_MAX_SNAPSHOT_BYTES = 1_500_000
+
+Document = dict[str, Any]
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def field_json(field: Field) -> dict[str, Any]:
+    return {
+        "name": field.name,
+        "nativeType": field.native_type,
+        "type": FIELD_TYPE,
+        "approximate": True,
+        "tags": list(field.tags),
+        "metadata": dict(field.metadata),
+    }
+
+
+def dataset_json(dataset: Dataset) -> dict[str, Any]:
+    return {
+        "identity": dataset.identity,
+        "name": dataset.name,
+        "materialization": dataset.materialization,
+        "physicalName": dataset.physical_name,
+        "description": dataset.description,
+        "tags": list(dataset.tags),
+        "mapsTo": {"standard": CONNECTOR, "uri": dataset.identity},
+        "metadata": dict(dataset.metadata),
+        "fields": [field_json(f) for f in dataset.fields],
+    }
+
+
+def edge_json(edge: Edge) -> dict[str, Any]:
+    return {"dependent": edge.dependent, "dependsOn": edge.depends_on, "external": edge.external}
+
+
+def lossiness_json(record: Lossiness) -> dict[str, Any]:
+    out = {"artifact": record.artifact, "message": record.message}
+    if record.subject is not None:
+        out["subject"] = record.subject
+    return out
+
+
+def canonical_json(value: Any) -> bytes:
+    """Keys sorted, no whitespace, UTF-8 with non-ASCII kept: the fingerprint's byte form."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def fingerprint(datasets: list[dict[str, Any]], lineage: list[dict[str, Any]]) -> str:
+    """First 16 hex digits of SHA-256 over the canonical JSON of the governed content."""
+    digest = hashlib.sha256(canonical_json({"datasets": datasets, "lineage": lineage}))
+    return digest.hexdigest()[:16]
+
+
+def encode(document: Document) -> bytes:
+    """The document's stored byte form (compact UTF-8 JSON), whose size the cap measures."""
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def build_document(
+    estate: Estate, result: AuditResult, *, max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES
+) -> Document:
+    """Assemble the snapshot document and apply the snapshot cap to ``snapshotStored``."""
+    datasets = [dataset_json(d) for d in estate.datasets]
+    lineage = [edge_json(e) for e in estate.lineage]
+    state = estate.state
+    document: Document = {
+        "schemaVersion": SCHEMA_VERSION,
+        "connector": CONNECTOR,
+        "capabilities": list(CAPABILITIES),
+        "fingerprint": fingerprint(datasets, lineage),
+        "state": {
+            "connectorVersion": state.connector_version,
+            "airflowVersion": state.airflow_version,
+            "apiVersion": state.api_version,
+            "capturedAt": state.captured_at,
+            "counts": estate.counts(),
+            "facts": estate.facts(),
+        },
+        "datasets": datasets,
+        "lineage": lineage,
+        "findings": [
+            {
+                "section": f.section,
+                "severity": f.severity.value,
+                "code": f.code,
+                "subject": f.subject,
+                "message": f.message,
+                "detail": f.detail,
+            }
+            for f in result.findings
+        ],
+        "lossiness": [lossiness_json(r) for r in estate.lossiness],
+        "lineageEdgesSkipped": estate.lineage_edges_skipped,
+        "snapshotStored": True,
+        "baseline": {
+            "evaluated": result.baseline.evaluated,
+            "fingerprint": result.baseline.fingerprint,
+            "reason": result.baseline.reason,
+        },
+    }
+    size = len(encode(document))
+    if size > max_snapshot_bytes:
+        document["snapshotStored"] = False
+        document["lossiness"].append(
+            {
+                "artifact": "snapshot",
+                "message": (
+                    f"snapshot document is {size} bytes, over the {max_snapshot_bytes}-byte cap: "
+                    "stored without datasets and lineage, so it cannot serve as a baseline"
+                ),
+            }
+        )
+    return document
+
+
+def for_storage(document: Document) -> Document:
+    """What a sink stores: the document itself, or without datasets and lineage when over the cap."""
+    if document.get("snapshotStored", True):
+        return document
+    return {k: v for k, v in document.items() if k not in ("datasets", "lineage")}
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSnapshot:
+    """A snapshot document read back; ``estate`` is None when it was stored without datasets."""
+
+    fingerprint: str | None
+    state: State
+    estate: Estate | None
+
+    def as_baseline(self) -> Baseline:
+        return Baseline(self.fingerprint, self.estate)
+
+
+def load_document(data: bytes | str) -> StoredSnapshot:
+    """Read a snapshot document back into the model; errors name the offending key."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise SnapshotDocumentError(
+            f"is not valid JSON: {(str(exc).splitlines() or ['unreadable'])[0]}"
+        ) from None
+    if not isinstance(doc, dict):
+        raise SnapshotDocumentError("is not a JSON object")
+    reader = _Reader()
+    if doc.get("connector") != CONNECTOR:
+        raise SnapshotDocumentError(f'has connector {json.dumps(doc.get("connector"))}, expected "airflow"')
+    if doc.get("schemaVersion") != SCHEMA_VERSION:
+        raise SnapshotDocumentError(
+            f"has schemaVersion {json.dumps(doc.get('schemaVersion'))}; this version reads {SCHEMA_VERSION}"
+        )
+    raw_state = reader.obj(doc.get("state", {}), "state")
+    state = State(
+        connector_version=reader.opt_str(raw_state, "connectorVersion", "state") or "unknown",
+        airflow_version=reader.opt_str(raw_state, "airflowVersion", "state"),
+        api_version=reader.opt_str(raw_state, "apiVersion", "state"),
+        captured_at=reader.opt_str(raw_state, "capturedAt", "state"),
+    )
+    stored_fingerprint = reader.opt_str(doc, "fingerprint", "document")
+    if "datasets" not in doc or "lineage" not in doc:
+        return StoredSnapshot(stored_fingerprint, state, None)
+
+    datasets = [
+        reader.dataset(raw, f"datasets[{i}]") for i, raw in enumerate(reader.arr(doc["datasets"], "datasets"))
+    ]
+    lineage = [
+        reader.edge(raw, f"lineage[{i}]") for i, raw in enumerate(reader.arr(doc["lineage"], "lineage"))
+    ]
+    lossiness = [
+        reader.lossiness(raw, f"lossiness[{i}]")
+        for i, raw in enumerate(reader.arr(doc.get("lossiness", []), "lossiness"))
+    ]
+    # Cap records describe how that document was stored; the next document decides its own.
+    lossiness = [r for r in lossiness if r.artifact != "snapshot"]
+    datasets.sort(key=lambda d: (d.materialization, d.identity))
+    lineage.sort(key=lambda e: (e.dependent, e.depends_on))
+    actual = fingerprint([dataset_json(d) for d in datasets], [edge_json(e) for e in lineage])
+    if stored_fingerprint is not None and stored_fingerprint != actual:
+        lossiness.append(
+            Lossiness(
+                "snapshot",
+                f"stored fingerprint {stored_fingerprint} does not match the stored content ({actual}): "
+                "the document was edited after it was written",
+            )
+        )
+    estate = Estate(tuple(datasets), tuple(lineage), state, tuple(lossiness))
+    return StoredSnapshot(stored_fingerprint, state, estate)
+
+
+class _Reader:
+    """Type-checked access to a parsed document, raising errors that name the key path."""
+
+    def fail(self, where: str, problem: str) -> SnapshotDocumentError:
+        return SnapshotDocumentError(f"has an invalid {where}: {problem}")
+
+    def obj(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, "expected an object")
+        return value
+
+    def arr(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, "expected an array")
+        return value
+
+    def text(self, raw: dict[str, Any], key: str, where: str) -> str:
+        value = raw.get(key)
+        if not isinstance(value, str) or not value:
+            raise self.fail(f"{where}.{key}", "expected a non-empty string")
+        return value
+
+    def opt_str(self, raw: dict[str, Any], key: str, where: str) -> str | None:
+        value = raw.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.fail(f"{where}.{key}", "expected a string or null")
+        return value
+
+    def strings(self, raw: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+        values = self.arr(raw.get(key, []), f"{where}.{key}")
+        if not all(isinstance(v, str) for v in values):
+            raise self.fail(f"{where}.{key}", "expected an array of strings")
+        return tuple(values)
+
+    def metadata(self, raw: dict[str, Any], where: str) -> dict[str, str]:
+        values = self.obj(raw.get("metadata", {}), f"{where}.metadata")
+        if not all(isinstance(v, str) for v in values.values()):
+            raise self.fail(f"{where}.metadata", "expected string values")
+        return values
+
+    def dataset(self, raw: Any, where: str) -> Dataset:
+        raw = self.obj(raw, where)
+        materialization = raw.get("materialization")
+        if materialization not in ("dag", "asset"):
+            raise self.fail(f"{where}.materialization", 'expected "dag" or "asset"')
+        fields = self.arr(raw.get("fields", []), f"{where}.fields")
+        return Dataset(
+            identity=self.text(raw, "identity", where),
+            name=self.text(raw, "name", where),
+            materialization=materialization,
+            physical_name=self.opt_str(raw, "physicalName", where),
+            description=self.opt_str(raw, "description", where),
+            tags=self.strings(raw, "tags", where),
+            metadata=self.metadata(raw, where),
+            fields=tuple(
+                sorted(
+                    (self.field(f, f"{where}.fields[{i}]") for i, f in enumerate(fields)),
+                    key=lambda f: f.name,
+                )
+            ),
+        )
+
+    def field(self, raw: Any, where: str) -> Field:
+        raw = self.obj(raw, where)
+        return Field(
+            name=self.text(raw, "name", where),
+            native_type=self.text(raw, "nativeType", where),
+            metadata=self.metadata(raw, where),
+            tags=self.strings(raw, "tags", where),
+        )
+
+    def edge(self, raw: Any, where: str) -> Edge:
+        raw = self.obj(raw, where)
+        external = raw.get("external", False)
+        if not isinstance(external, bool):
+            raise self.fail(f"{where}.external", "expected true or false")
+        return Edge(self.text(raw, "dependent", where), self.text(raw, "dependsOn", where), external)
+
+    def lossiness(self, raw: Any, where: str) -> Lossiness:
+        raw = self.obj(raw, where)
+        return Lossiness(
+            self.text(raw, "artifact", where),
+            self.text(raw, "message", where),
+            self.opt_str(raw, "subject", where),
+        )

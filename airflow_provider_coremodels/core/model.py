@@ -1,0 +1,167 @@
+"""The neutral estate model: datasets with fields, lineage edges, findings and lossiness.
+
+Frozen, slotted dataclasses rather than pydantic models: an estate of 10,000 DAGs holds
+hundreds of thousands of fields, and these are built on the hot path of every audit.
+Python names are snake_case; the snapshot document (``document.py``) spells them in camelCase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Literal
+
+Materialization = Literal["dag", "asset"]
+
+DAG: Materialization = "dag"
+ASSET: Materialization = "asset"
+
+# Every Airflow "native type" is an operator class name: carried as a String, flagged approximate.
+FIELD_TYPE = "String"
+
+CAPABILITIES = ("import", "audit")
+CONNECTOR = "airflow"
+SCHEMA_VERSION = 1
+
+
+class Severity(str, Enum):
+    """Finding severities, ordered by rank for ``--fail-on``."""
+
+    INFO = "Info"
+    WARNING = "Warning"
+    ERROR = "Error"
+
+    @property
+    def rank(self) -> int:
+        return _SEVERITY_RANK[self]
+
+
+_SEVERITY_RANK = {Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """A task, as a field of its DAG's dataset."""
+
+    name: str
+    native_type: str
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    """A DAG or an asset: the two flavours are told apart by ``materialization``."""
+
+    identity: str
+    name: str
+    materialization: Materialization
+    physical_name: str | None = None
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    fields: tuple[Field, ...] = ()
+
+    @property
+    def paused(self) -> bool:
+        return self.metadata.get("airflow.paused") == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """``dependent`` depends on ``depends_on``; ``external`` when it names an undescribed DAG."""
+
+    dependent: str
+    depends_on: str
+    external: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Lossiness:
+    """Something the parse could not represent, declared rather than silently dropped.
+
+    ``subject`` names the one item concerned (a dag_id, an asset URI) where there is one.
+    """
+
+    artifact: str
+    message: str
+    subject: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One audit result."""
+
+    section: str
+    severity: Severity
+    code: str
+    subject: str
+    message: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """Where a snapshot came from: versions and capture time (None where unknown)."""
+
+    connector_version: str
+    airflow_version: str | None = None
+    api_version: str | None = None
+    captured_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Estate:
+    """A parsed estate in canonical order.
+
+    Datasets are sorted by (materialization, identity) with fields by name, and edges by
+    (dependent, depends_on): the order the snapshot document and the fingerprint rely on.
+    """
+
+    datasets: tuple[Dataset, ...]
+    lineage: tuple[Edge, ...]
+    state: State
+    lossiness: tuple[Lossiness, ...] = ()
+
+    def dags(self) -> list[Dataset]:
+        return [d for d in self.datasets if d.materialization == DAG]
+
+    def assets(self) -> list[Dataset]:
+        return [d for d in self.datasets if d.materialization == ASSET]
+
+    def fields_unknown(self) -> set[str] | None:
+        """DAGs whose task lists are incomplete, read off the tasks lossiness records.
+
+        A tasks record with a subject taints that DAG; one without a subject (the whole
+        artifact was ignored or not given) taints every DAG, returned as None. Drift must
+        not report the fields of such DAGs as removed: they were never seen.
+        """
+        unknown: set[str] = set()
+        for record in self.lossiness:
+            if record.artifact == "tasks":
+                if record.subject is None:
+                    return None
+                unknown.add(record.subject)
+        return unknown
+
+    @property
+    def lineage_edges_skipped(self) -> int:
+        return sum(1 for edge in self.lineage if edge.external)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "datasets": len(self.datasets),
+            "fields": sum(len(d.fields) for d in self.datasets),
+            "lineageEdges": len(self.lineage),
+            "lineageEdgesSkipped": self.lineage_edges_skipped,
+        }
+
+    def facts(self) -> dict[str, int]:
+        dags = self.dags()
+        return {
+            "dags": len(dags),
+            "pausedDags": sum(1 for d in dags if d.paused),
+            "assets": len(self.datasets) - len(dags),
+            "tasks": sum(len(d.fields) for d in dags),
+        }

@@ -1,0 +1,478 @@
+"""Parse the three Airflow artifacts (dags, tasks, datasets) into an :class:`Estate`.
+
+The parse is open-world. Only the dags artifact can fail it (missing, not JSON, an
+unrecognized shape, no DAGs); everything else that cannot be represented becomes a
+:class:`Lossiness` record and the parse carries on with what it has. Every value read from
+an artifact is type-checked here, so arbitrary JSON never raises anything but
+:class:`DagsArtifactError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from airflow_provider_coremodels import __version__
+from airflow_provider_coremodels.core.model import (
+    ASSET,
+    DAG,
+    Dataset,
+    Edge,
+    Estate,
+    Field,
+    Lossiness,
+    State,
+)
+from airflow_provider_coremodels.errors import DagsArtifactError
+
+log = logging.getLogger(__name__)
+
+
+class _Absent:
+    """Marks an artifact that was not provided at all (as opposed to a JSON ``null``)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Final = _Absent()
+
+# The keys an asset lists its consumers under, across API versions.
+_CONSUMER_KEYS = ("consuming_dags", "scheduled_dags", "consuming_tasks")
+_ARTIFACT_ORDER = {"dags": 0, "tasks": 1, "datasets": 2, "snapshot": 3}
+
+
+def decode(data: bytes | str) -> Any:
+    """Decode one artifact's bytes; raises ValueError with a short reason on bad input."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+        raise ValueError(_first_line(str(exc))) from None
+
+
+def parse_artifacts(
+    dags: bytes | str | None,
+    tasks: bytes | str | None = None,
+    datasets: bytes | str | None = None,
+    *,
+    state: State | None = None,
+    lossiness: Iterable[Lossiness] = (),
+) -> Estate:
+    """Parse raw artifact bytes (None: not provided) into an estate.
+
+    ``lossiness`` carries records the caller already has, such as an artifact file it could
+    not read: an artifact with a record of its own is not reported again as not provided.
+    """
+    if dags is None:
+        raise DagsArtifactError("is missing")
+    try:
+        dags_doc = decode(dags)
+    except ValueError as exc:
+        raise DagsArtifactError(f"is not valid JSON: {exc}") from None
+    records = list(lossiness)
+    tasks_doc = _decode_optional("tasks", tasks, records)
+    datasets_doc = _decode_optional("datasets", datasets, records)
+    return build_estate(dags_doc, tasks_doc, datasets_doc, state=state, lossiness=records)
+
+
+def build_estate(
+    dags: Any,
+    tasks: Any = ABSENT,
+    datasets: Any = ABSENT,
+    *,
+    state: State | None = None,
+    lossiness: Iterable[Lossiness] = (),
+) -> Estate:
+    """Build an estate from decoded artifacts; ``ABSENT`` marks one that was not provided."""
+    records = list(lossiness)
+    raw_dags = _dag_entries(dags)
+    dag_fields: dict[str, dict[str, Field]] = {}
+    dag_raws = _parse_dags(raw_dags, records)
+    for dag_id in dag_raws:
+        dag_fields[dag_id] = {}
+
+    if tasks is not ABSENT:
+        _parse_tasks(tasks, dag_fields, records)
+    elif not any(r.artifact == "tasks" for r in records):
+        records.append(Lossiness("tasks", "tasks artifact not provided: DAGs carry no fields"))
+
+    edges: dict[tuple[str, str], Edge] = {}
+    assets: dict[str, Dataset] = {}
+    if datasets is not ABSENT:
+        _parse_datasets(datasets, dag_raws.keys(), assets, edges, records)
+    elif not any(r.artifact == "datasets" for r in records):
+        records.append(Lossiness("datasets", "datasets artifact not provided: no asset lineage"))
+
+    dag_datasets = [_dag_dataset(dag_id, raw, dag_fields[dag_id]) for dag_id, raw in dag_raws.items()]
+    all_datasets = sorted([*assets.values(), *dag_datasets], key=lambda d: (d.materialization, d.identity))
+    lineage = sorted(edges.values(), key=lambda e: (e.dependent, e.depends_on))
+    records.sort(key=lambda r: (_ARTIFACT_ORDER.get(r.artifact, 9), r.subject or "", r.message))
+    return Estate(
+        datasets=tuple(all_datasets),
+        lineage=tuple(lineage),
+        state=state or State(connector_version=__version__, api_version=_infer_api(raw_dags, datasets)),
+        lossiness=tuple(records),
+    )
+
+
+# -- dags ---------------------------------------------------------------------------------
+
+
+def _dag_entries(doc: Any) -> list[Any]:
+    entries = doc.get("dags") if isinstance(doc, dict) else doc
+    if not isinstance(entries, list):
+        raise DagsArtifactError(
+            'has an unrecognized shape: expected {"dags": [...]} or a JSON array, got ' + _describe(doc)
+        )
+    if not entries:
+        raise DagsArtifactError("has no DAGs")
+    return entries
+
+
+def _parse_dags(entries: list[Any], records: list[Lossiness]) -> dict[str, Mapping[str, Any]]:
+    """Return the usable DAG objects by dag_id, first occurrence winning (pages may overlap)."""
+    dags: dict[str, Mapping[str, Any]] = {}
+    skipped: list[str] = []
+    for index, raw in enumerate(entries):
+        if not isinstance(raw, dict):
+            skipped.append(f"entry {index} is {_json_type(raw)}, not a DAG object")
+            continue
+        dag_id = _text(raw.get("dag_id"))
+        if not dag_id:
+            skipped.append(f"entry {index} has no dag_id")
+            continue
+        dags.setdefault(dag_id, raw)
+    if not dags:
+        raise DagsArtifactError(f"has no usable DAGs: all {len(entries)} entries were skipped ({skipped[0]})")
+    records.extend(Lossiness("dags", f"dags artifact {reason}; skipped") for reason in skipped)
+    return dags
+
+
+def _dag_dataset(dag_id: str, raw: Mapping[str, Any], fields: Mapping[str, Field]) -> Dataset:
+    metadata: dict[str, str] = {}
+    paused = raw.get("is_paused")
+    if isinstance(paused, bool):
+        metadata["airflow.paused"] = "true" if paused else "false"
+    owners = _owners(raw.get("owners"))
+    if owners is not None:
+        metadata["airflow.owners"] = owners
+    schedule = _schedule(raw)
+    if schedule is not None:
+        metadata["airflow.schedule"] = schedule
+    return Dataset(
+        identity=dag_id,
+        name=dag_id,
+        materialization=DAG,
+        physical_name=_text(raw.get("fileloc")),
+        description=_text(raw.get("description")),
+        tags=_tags(raw.get("tags")),
+        metadata=metadata,
+        fields=tuple(sorted(fields.values(), key=lambda f: f.name)),
+    )
+
+
+def _owners(value: Any) -> str | None:
+    """Owners stripped of surrounding spaces (Airflow 2 keeps them), empties dropped, comma-joined.
+
+    Sorted too: Airflow derives a DAG's owners from a set of its task owners, so their order
+    changes from one DAG-processor run to the next, and the fingerprint must not.
+    """
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return None
+    owners = (_text(owner) for owner in value)
+    return ",".join(sorted(owner.strip() for owner in owners if owner and owner.strip()))
+
+
+def _schedule(raw: Mapping[str, Any]) -> str | None:
+    """The schedule in any of the API's shapes: a string, a typed object, or a summary field."""
+    for key in ("schedule_interval", "timetable_summary"):
+        value = raw.get(key)
+        if isinstance(value, dict):
+            value = _text(value.get("value")) or _text(value.get("__type"))
+        else:
+            value = _text(value)
+        if value and value.strip():
+            return value
+    return None
+
+
+def _tags(value: Any) -> tuple[str, ...]:
+    """Tags given as plain strings (Airflow 3 may) or ``{"name": ...}`` objects, sorted."""
+    if not isinstance(value, list):
+        return ()
+    tags = set()
+    for tag in value:
+        name = _text(tag.get("name")) if isinstance(tag, dict) else _text(tag)
+        if name:
+            tags.add(name)
+    return tuple(sorted(tags))
+
+
+# -- tasks --------------------------------------------------------------------------------
+
+
+def _parse_tasks(doc: Any, dag_fields: dict[str, dict[str, Field]], records: list[Lossiness]) -> None:
+    seen: set[str] = set()
+    undescribed: set[str] = set()
+    for dag_id, tasks in _task_groups(doc, records):
+        if dag_id not in dag_fields:
+            if dag_id not in undescribed:
+                undescribed.add(dag_id)
+                records.append(
+                    Lossiness(
+                        "tasks",
+                        f"tasks artifact lists DAG '{dag_id}', which is not in the dags artifact; "
+                        "its tasks were skipped",
+                        subject=dag_id,
+                    )
+                )
+            continue
+        seen.add(dag_id)
+        fields = dag_fields[dag_id]
+        for index, raw in enumerate(tasks):
+            task = _field(raw)
+            if task is None:
+                records.append(
+                    Lossiness(
+                        "tasks",
+                        f"task entry {index} of DAG '{dag_id}' has no task_id; skipped",
+                        subject=dag_id,
+                    )
+                )
+            else:
+                fields.setdefault(task.name, task)
+    reported = {r.subject for r in records if r.artifact == "tasks"}
+    if None in reported:
+        return  # the artifact as a whole was unusable: that record already covers every DAG
+    for dag_id in dag_fields.keys() - seen - reported:
+        records.append(
+            Lossiness(
+                "tasks",
+                f"tasks artifact has no entry for DAG '{dag_id}': its fields are unknown",
+                subject=dag_id,
+            )
+        )
+
+
+def _task_groups(doc: Any, records: list[Lossiness]) -> Iterator[tuple[str, list[Any]]]:
+    """Yield (dag_id, task list) from either accepted shape of the tasks artifact."""
+    if isinstance(doc, dict):
+        for dag_id, response in doc.items():
+            tasks = _task_list(response)
+            if tasks is None:
+                records.append(
+                    Lossiness(
+                        "tasks",
+                        f"tasks artifact entry for DAG '{_clean(dag_id)}' ignored: expected "
+                        f'{{"tasks": [...]}} or a list, got {_json_type(response)}',
+                        subject=_clean(dag_id),
+                    )
+                )
+            else:
+                yield _clean(dag_id), tasks
+    elif isinstance(doc, list):
+        for index, item in enumerate(doc):
+            dag_id = _text(item.get("dag_id")) if isinstance(item, dict) else None
+            tasks = _task_list(item) if dag_id else None
+            if dag_id and tasks is not None:
+                yield dag_id, tasks
+            else:
+                # Without a dag_id the item could belong to any DAG: no DAG's fields are certain.
+                records.append(
+                    Lossiness(
+                        "tasks",
+                        f"tasks artifact item {index} ignored: expected "
+                        '{"dag_id": ..., "tasks": [...]}, got ' + _json_type(item),
+                        subject=dag_id,
+                    )
+                )
+    else:
+        records.append(
+            Lossiness(
+                "tasks",
+                "tasks artifact ignored: unrecognized shape: expected "
+                '{"<dag_id>": {"tasks": [...]}} or [{"dag_id": ..., "tasks": [...]}], '
+                f"got {_json_type(doc)}",
+            )
+        )
+
+
+def _task_list(value: Any) -> list[Any] | None:
+    if isinstance(value, dict):
+        value = value.get("tasks")
+    return value if isinstance(value, list) else None
+
+
+def _field(raw: Any) -> Field | None:
+    if not isinstance(raw, dict):
+        return None
+    task_id = _text(raw.get("task_id"))
+    if not task_id:
+        return None
+    class_ref = raw.get("class_ref")
+    native_type = (
+        (_text(class_ref.get("class_name")) if isinstance(class_ref, dict) else None)
+        or _text(raw.get("operator_name"))
+        or "task"
+    )
+    owner = _text(raw.get("owner"))
+    owner = owner.strip() if owner else None
+    return Field(name=task_id, native_type=native_type, metadata={"airflow.owner": owner} if owner else {})
+
+
+# -- datasets / assets --------------------------------------------------------------------
+
+
+def _parse_datasets(
+    doc: Any,
+    described: Iterable[str],
+    assets: dict[str, Dataset],
+    edges: dict[tuple[str, str], Edge],
+    records: list[Lossiness],
+) -> None:
+    entries = _asset_entries(doc)
+    if entries is None:
+        records.append(
+            Lossiness(
+                "datasets",
+                "datasets artifact ignored: unrecognized shape: expected "
+                '{"assets": [...]}, {"datasets": [...]} or a JSON array, got ' + _describe(doc),
+            )
+        )
+        return
+    described = set(described)
+
+    def link(dependent: str, depends_on: str, dag_id: str) -> None:
+        if (dependent, depends_on) not in edges:
+            edges[(dependent, depends_on)] = Edge(dependent, depends_on, external=dag_id not in described)
+
+    for index, raw in enumerate(entries):
+        uri = _text(raw.get("uri")) if isinstance(raw, dict) else None
+        if not uri:
+            records.append(Lossiness("datasets", f"datasets artifact entry {index} has no uri; skipped"))
+            continue
+        if uri not in assets:
+            assets[uri] = Dataset(
+                identity=uri, name=asset_name(uri), materialization=ASSET, physical_name=uri
+            )
+        for dag_id in _dag_refs(raw, "producing_tasks", uri, records):
+            link(uri, dag_id, dag_id)
+        for key in _CONSUMER_KEYS:
+            for dag_id in _dag_refs(raw, key, uri, records):
+                link(dag_id, uri, dag_id)
+
+
+def _asset_entries(doc: Any) -> list[Any] | None:
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, dict):
+        for key in ("assets", "datasets"):
+            if isinstance(doc.get(key), list):
+                entries: list[Any] = doc[key]
+                return entries
+    return None
+
+
+def _dag_refs(raw: Mapping[str, Any], key: str, uri: str, records: list[Lossiness]) -> Iterator[str]:
+    refs = raw.get(key)
+    if refs is None:
+        return
+    if not isinstance(refs, list):
+        records.append(
+            Lossiness("datasets", f"{key} of asset '{uri}' is {_json_type(refs)}, not a list; ignored", uri)
+        )
+        return
+    for ref in refs:
+        dag_id = _text(ref.get("dag_id")) if isinstance(ref, dict) else None
+        if dag_id:
+            yield dag_id
+        else:
+            records.append(
+                Lossiness("datasets", f"an entry of {key} of asset '{uri}' has no dag_id; ignored", uri)
+            )
+
+
+def asset_name(uri: str) -> str:
+    """The display name of an asset: the last non-empty path segment of its URI, else the URI."""
+    try:
+        path = urlsplit(uri).path
+    except ValueError:  # e.g. a malformed IPv6 authority
+        path = uri.split("://", 1)[-1].partition("/")[2]
+    segments = [segment for segment in path.split("/") if segment]
+    return segments[-1] if segments else uri
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _decode_optional(artifact: str, data: bytes | str | None, records: list[Lossiness]) -> Any:
+    if data is None:
+        return ABSENT
+    try:
+        return decode(data)
+    except ValueError as exc:
+        records.append(Lossiness(artifact, f"{artifact} artifact ignored: not valid JSON ({exc})"))
+        return ABSENT
+
+
+def _infer_api(raw_dags: list[Any], datasets: Any) -> str | None:
+    """Tell the API generation from the shapes: what an offline audit can know of its source."""
+    if isinstance(datasets, dict):
+        if isinstance(datasets.get("assets"), list):
+            return "v2"
+        if isinstance(datasets.get("datasets"), list):
+            return "v1"
+    for raw in raw_dags:
+        if isinstance(raw, dict):
+            if "bundle_name" in raw or "is_stale" in raw or "timetable_summary" in raw:
+                return "v2"
+            if "is_active" in raw or "schedule_interval" in raw:
+                return "v1"
+    return None
+
+
+def _text(value: Any) -> str | None:
+    """A string value, made safe to encode as UTF-8; None for anything else."""
+    return _clean(value) if isinstance(value, str) else None
+
+
+def _clean(value: str) -> str:
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from a \ud800 escape
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        keys = ", ".join(json.dumps(_clean(str(k))) for k in list(value)[:10])
+        return f"an object with keys [{keys}{', ...' if len(value) > 10 else ''}]"
+    return _json_type(value)
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else "unreadable"
