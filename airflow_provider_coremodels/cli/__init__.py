@@ -1,0 +1,1 @@
+"""The command line: ``airflow coremodels ...`` and ``python -m airflow_provider_coremodels ...``."""
