@@ -1,0 +1,316 @@
+"""Start a real Airflow 3 API server on 127.0.0.1, backed by SQLite, for tests and demos.
+
+Usage::
+
+    from airflow_server import AirflowApiServer
+
+    with AirflowApiServer("example_dags/estate") as server:
+        response = server.get("/api/v2/dags", limit=100)
+        response.raise_for_status()
+
+Start-up runs ``airflow db migrate`` and ``airflow dags reserialize`` (which parses the DAG folder
+and writes DAGs, tags, owners, paused state and asset rows to the database), then starts
+``airflow api-server`` in its own process group and waits until ``/api/v2/version`` answers.
+The server is always stopped on exit, also on exceptions and KeyboardInterrupt.
+
+Runnable as a script to time a start-up: ``python tests/airflow_server.py [DAGS_FOLDER]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+DEFAULT_PASSWORD = "coremodels-test-password"
+AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+
+
+class AirflowServerError(RuntimeError):
+    """The Airflow API server (or one of its set-up commands) failed."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _tail(path: Path, lines: int = 60) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class AirflowApiServer:
+    """A real ``airflow api-server`` on 127.0.0.1 with a throw-away SQLite database.
+
+    ``port=None`` picks a free port; ``extra_env`` is applied last (it can override anything,
+    e.g. ``{"AIRFLOW__API__MAXIMUM_PAGE_LIMIT": "2"}``); ``home=None`` uses a temporary
+    AIRFLOW_HOME that is removed on exit (a given ``home`` is kept). After start-up, ``env`` is
+    the environment used, so ``airflow`` CLI commands can run against the same database, and
+    ``timings`` holds the seconds each start-up step took.
+    """
+
+    def __init__(
+        self,
+        dags_folder: str | os.PathLike[str],
+        *,
+        port: int | None = None,
+        extra_env: dict[str, str] | None = None,
+        username: str = "admin",
+        password: str = DEFAULT_PASSWORD,
+        home: str | os.PathLike[str] | None = None,
+        allow_import_errors: bool = False,
+        startup_timeout: float = 120.0,
+        command_timeout: float = 300.0,
+    ) -> None:
+        self.dags_folder = Path(dags_folder).resolve()
+        self.port = port
+        self.extra_env = dict(extra_env or {})
+        self.username = username
+        self.password = password
+        self._home_arg = Path(home) if home is not None else None
+        self.allow_import_errors = allow_import_errors
+        self.startup_timeout = startup_timeout
+        self.command_timeout = command_timeout
+
+        self.home: Path | None = None
+        self.env: dict[str, str] = {}
+        self.base_url = ""
+        self.log_path: Path | None = None
+        self.timings: dict[str, float] = {}
+        self._own_home = False
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_file: Any = None
+        self._token: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> AirflowApiServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if not self.dags_folder.is_dir():
+            raise AirflowServerError(f"DAGs folder not found: {self.dags_folder}")
+        started = time.monotonic()
+        try:
+            self._prepare_home()
+            self._run_cli("db", "migrate", timing="db_migrate")
+            self._run_cli("dags", "reserialize", timing="dags_reserialize")
+            self._check_database()
+            self._start_server()
+        except BaseException:
+            self.stop()
+            raise
+        self.timings["total"] = time.monotonic() - started
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            self._signal_group(process, signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self._signal_group(process, signal.SIGKILL)
+                process.wait(timeout=15)
+        if process is not None:
+            # Workers may outlive the main process: make sure the whole group is gone.
+            self._signal_group(process, signal.SIGKILL)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        if self._own_home and self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self._own_home = False
+
+    @staticmethod
+    def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+
+    # ------------------------------------------------------------------ set-up steps
+    def _prepare_home(self) -> None:
+        if self._home_arg is None:
+            self.home = Path(tempfile.mkdtemp(prefix="airflow-home-"))
+            self._own_home = True
+        else:
+            self.home = self._home_arg.resolve()
+            self.home.mkdir(parents=True, exist_ok=True)
+        if self.port is None:
+            self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.log_path = self.home / "api-server.log"
+
+        passwords_file = self.home / "simple_auth_manager_passwords.json"
+        passwords_file.write_text(json.dumps({self.username: self.password}))
+
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith("AIRFLOW__") and key not in ("AIRFLOW_HOME", "AIRFLOW_CONFIG")
+        }
+        env.update(
+            {
+                "AIRFLOW_HOME": str(self.home),
+                "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+                "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__AUTH_MANAGER": AUTH_MANAGER,
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file),
+                "AIRFLOW__API__SECRET_KEY": "coremodels-test-api-secret-key",
+                "AIRFLOW__API_AUTH__JWT_SECRET": "coremodels-test-jwt-secret-0123456789abcdef",
+                "AIRFLOW__API__BASE_URL": self.base_url,
+                "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(self.home / "logs"),
+                # DAG owners are ", ".join(set(task owners)): a fixed hash seed makes their order
+                # (and so the recorded fixtures) reproducible.
+                "PYTHONHASHSEED": "0",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        env.update(self.extra_env)
+        self.env = env
+
+    def _run_cli(self, *args: str, timing: str) -> None:
+        assert self.home is not None
+        log_path = self.home / f"{timing}.log"
+        started = time.monotonic()
+        with open(log_path, "wb") as log:
+            try:
+                result = subprocess.run(
+                    [sys.executable, "-m", "airflow", *args],
+                    env=self.env,
+                    cwd=self.home,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=self.command_timeout,
+                    start_new_session=True,
+                )
+            except subprocess.TimeoutExpired as err:
+                raise AirflowServerError(
+                    f"`airflow {' '.join(args)}` timed out after {self.command_timeout} s:\n{_tail(log_path)}"
+                ) from err
+        self.timings[timing] = time.monotonic() - started
+        if result.returncode != 0:
+            raise AirflowServerError(
+                f"`airflow {' '.join(args)}` failed with exit code {result.returncode}:\n{_tail(log_path)}"
+            )
+
+    def _check_database(self) -> None:
+        """Fail early if parsing left no DAGs, or import errors (unless allow_import_errors)."""
+        assert self.home is not None
+        with sqlite3.connect(self.home / "airflow.db") as db:
+            errors = db.execute("SELECT filename, stacktrace FROM import_error").fetchall()
+            dag_count = db.execute("SELECT count(*) FROM dag").fetchone()[0]
+        if errors and not self.allow_import_errors:
+            details = "\n".join(f"{name}:\n{trace}" for name, trace in errors)
+            raise AirflowServerError(f"DAG import errors in {self.dags_folder}:\n{details}")
+        if dag_count == 0 and any(self.dags_folder.glob("*.py")):
+            raise AirflowServerError(
+                f"`airflow dags reserialize` stored no DAGs from {self.dags_folder}:\n"
+                f"{_tail(self.home / 'dags_reserialize.log')}"
+            )
+
+    def _start_server(self) -> None:
+        assert self.home is not None and self.log_path is not None
+        started = time.monotonic()
+        self._log_file = open(self.log_path, "wb")  # noqa: SIM115 - held open for the server's lifetime
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "airflow",
+                "api-server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
+            ],
+            env=self.env,
+            cwd=self.home,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own process group, so stop() can end the workers too
+        )
+        deadline = started + self.startup_timeout
+        last_problem = "no answer yet"
+        while True:
+            if self._process.poll() is not None:
+                raise AirflowServerError(
+                    f"api-server exited with code {self._process.returncode}:\n{_tail(self.log_path)}"
+                )
+            try:
+                response = requests.get(f"{self.base_url}/api/v2/version", timeout=2)
+                if response.status_code == 200:
+                    break
+                last_problem = f"HTTP {response.status_code}"
+            except requests.RequestException as err:
+                last_problem = type(err).__name__
+            if time.monotonic() > deadline:
+                raise AirflowServerError(
+                    f"api-server did not answer /api/v2/version within {self.startup_timeout} s "
+                    f"({last_problem}):\n{_tail(self.log_path)}"
+                )
+            time.sleep(0.2)
+        self.timings["api_server"] = time.monotonic() - started
+
+    # ------------------------------------------------------------------ API helpers
+    def token(self) -> str:
+        """A JWT access token for ``username``/``password`` (POST /auth/token)."""
+        response = requests.post(
+            f"{self.base_url}/auth/token",
+            json={"username": self.username, "password": self.password},
+            timeout=30,
+        )
+        if response.status_code not in (200, 201):
+            raise AirflowServerError(f"POST /auth/token -> HTTP {response.status_code}: {response.text}")
+        return response.json()["access_token"]
+
+    def get(self, path: str, **params: Any) -> requests.Response:
+        """GET ``path`` (e.g. ``/api/v2/dags``) with a bearer token; keyword args become query params."""
+        if self._token is None:
+            self._token = self.token()
+        return requests.get(
+            f"{self.base_url}{path}",
+            params=params or None,
+            headers={"Authorization": f"Bearer {self._token}"},
+            timeout=30,
+        )
+
+
+if __name__ == "__main__":
+    folder = (
+        sys.argv[1]
+        if len(sys.argv) > 1
+        else str(Path(__file__).resolve().parents[1] / "example_dags" / "estate")
+    )
+    with AirflowApiServer(folder) as server:
+        version = server.get("/api/v2/version").json()
+        dags = server.get("/api/v2/dags", limit=100).json()
+        print(f"Airflow {version['version']} at {server.base_url}: {dags['total_entries']} DAGs")
+        print("timings (s):", {key: round(value, 2) for key, value in server.timings.items()})
