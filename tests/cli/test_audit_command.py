@@ -1,0 +1,260 @@
+"""The ``audit`` and ``generate`` commands: output, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO, artifact_paths
+
+from airflow_provider_coremodels.cli.main import main
+
+REAL = artifact_paths("airflow3")
+REAL_ARGS = ["--dags", str(REAL["dags"]), "--tasks", str(REAL["tasks"]), "--datasets", str(REAL["datasets"])]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_table_shows_summary_findings_and_rules(capsys) -> None:
+    code, out, err = run(capsys, "audit", *REAL_ARGS)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith(
+        "6 DAGs (2 paused) · 4 assets · 11 tasks · 7 lineage edges (0 external) · fingerprint "
+    )
+    assert lines[1] == "coverage and drift: not evaluated (no baseline given)"
+    assert lines[2] == "findings: 4 (3 Warning, 1 Info)"
+    rows = [line.split() for line in lines if line.startswith(("Warning ", "Info "))]
+    assert [row[:4] for row in rows] == [
+        ["Warning", "Conformance", "asset-unproduced", "s3://vendor/fx_rates.csv"],
+        ["Warning", "Conformance", "dag-no-owner", "legacy_cleanup"],
+        ["Warning", "Conformance", "paused-producer", "s3://lake/orders.parquet"],
+        ["Info", "Conformance", "dag-no-description", "legacy_cleanup"],
+    ]
+    assert "producers: load_orders; active consumers: daily_revenue" in out
+    assert (
+        "dag-no-description  DAG has no description — pipelines without stated intent resist governance."
+        in out
+    )
+
+
+def test_json_prints_the_snapshot_document(capsys) -> None:
+    code, out, _ = run(capsys, "audit", *REAL_ARGS, "--format", "json")
+    document = json.loads(out)
+    assert code == 0
+    assert document["connector"] == "airflow"
+    assert [(f["code"], f["subject"]) for f in document["findings"]] == [
+        ("asset-unproduced", "s3://vendor/fx_rates.csv"),
+        ("dag-no-description", "legacy_cleanup"),
+        ("dag-no-owner", "legacy_cleanup"),
+        ("paused-producer", "s3://lake/orders.parquet"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "code"),
+    [("never", 0), ("error", 0), ("warning", 1), ("info", 1)],
+)
+def test_fail_on_threshold_sets_the_exit_code(capsys, fail_on: str, code: int) -> None:
+    assert run(capsys, "audit", *REAL_ARGS, "--fail-on", fail_on)[0] == code
+
+
+def test_fail_on_info_counts_info_findings(tmp_path: Path, capsys) -> None:
+    dags = tmp_path / "dags.json"
+    dags.write_text(json.dumps([{"dag_id": "d", "owners": ["team"]}]))
+    assert run(capsys, "audit", "--dags", str(dags), "--fail-on", "warning")[0] == 0
+    assert run(capsys, "audit", "--dags", str(dags), "--fail-on", "info")[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param(None, "cannot be read: No such file or directory", id="missing-file"),
+        pytest.param(
+            b"{oops", "is not valid JSON: Expecting property name enclosed in double quotes", id="invalid"
+        ),
+        pytest.param(b'{"items": []}', "has an unrecognized shape", id="shape"),
+        pytest.param(b'{"dags": []}', "has no DAGs", id="zero"),
+    ],
+)
+def test_unusable_dags_artifact_is_one_line_and_exit_2(tmp_path: Path, capsys, content, problem: str) -> None:
+    path = tmp_path / "dags.json"
+    if content is not None:
+        path.write_bytes(content)
+    code, out, err = run(capsys, "audit", "--dags", str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: dags artifact {path} {problem}")
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_unreadable_tasks_and_datasets_are_lossiness(tmp_path: Path, capsys) -> None:
+    code, out, err = run(
+        capsys,
+        "audit",
+        "--dags",
+        str(REAL["dags"]),
+        "--tasks",
+        str(tmp_path / "nope.json"),
+        "--datasets",
+        str(REAL["dags"]),
+        "--format",
+        "json",
+    )
+    assert (code, err) == (0, "")
+    messages = [(r["artifact"], r["message"]) for r in json.loads(out)["lossiness"]]
+    assert messages == [
+        ("tasks", f"tasks artifact ignored: cannot read {tmp_path / 'nope.json'}: No such file or directory"),
+        (
+            "datasets",
+            'datasets artifact ignored: unrecognized shape: expected {"assets": [...]}, '
+            '{"datasets": [...]} or a JSON array, got an object with keys ["dags", "total_entries"]',
+        ),
+    ]
+
+
+def test_table_lists_lossiness(tmp_path: Path, capsys) -> None:
+    _, out, _ = run(capsys, "audit", "--dags", str(REAL["dags"]))
+    assert "lossiness: 2 records" in out
+    assert "  tasks: tasks artifact not provided: DAGs carry no fields" in out
+
+
+def test_reaudit_of_a_stored_snapshot(tmp_path: Path, capsys) -> None:
+    _, first, _ = run(capsys, "audit", *REAL_ARGS, "--format", "json")
+    snapshot = tmp_path / "snapshot.json"
+    snapshot.write_text(first)
+    code, again, err = run(capsys, "audit", "--snapshot", str(snapshot), "--format", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(again) == json.loads(first)
+
+
+def test_baseline_reports_drift(tmp_path: Path, capsys) -> None:
+    _, first, _ = run(capsys, "audit", *REAL_ARGS, "--format", "json")
+    document = json.loads(first)
+    legacy = next(d for d in document["datasets"] if d["identity"] == "legacy_cleanup")
+    legacy["fields"][0]["nativeType"] = "BashOperator"
+    document["datasets"] = [d for d in document["datasets"] if d["identity"] != "sync_crm"]
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(document))
+
+    _, out, _ = run(capsys, "audit", *REAL_ARGS, "--baseline", str(baseline), "--format", "json")
+    result = json.loads(out)
+    drift = [
+        (f["code"], f["subject"], f["detail"]) for f in result["findings"] if f["section"] != "Conformance"
+    ]
+    assert drift == [
+        ("dataset-unmapped", "sync_crm", "new DAG"),
+        ("field-type-drift", "legacy_cleanup.cleanup", "was BashOperator; now EmptyOperator"),
+    ]
+    assert result["baseline"] == {"evaluated": True, "fingerprint": document["fingerprint"], "reason": None}
+    _, table, _ = run(capsys, "audit", *REAL_ARGS, "--baseline", str(baseline))
+    assert f"coverage and drift: evaluated against baseline {document['fingerprint']}" in table
+
+
+def test_snapshot_cap_on_the_command_line(tmp_path: Path, capsys) -> None:
+    _, out, _ = run(capsys, "audit", *REAL_ARGS, "--format", "json", "--max-snapshot-bytes", "1000")
+    document = json.loads(out)
+    assert document["snapshotStored"] is False
+    assert document["lossiness"][-1]["artifact"] == "snapshot"
+    stored = tmp_path / "stored.json"
+    stored.write_text(json.dumps({k: v for k, v in document.items() if k not in ("datasets", "lineage")}))
+    code, _, err = run(capsys, "audit", "--snapshot", str(stored))
+    assert code == 2
+    assert err.startswith(f"error: snapshot document {stored} was stored without datasets and lineage")
+    code, out, _ = run(capsys, "audit", *REAL_ARGS, "--baseline", str(stored))
+    assert code == 0
+    assert "coverage and drift: not evaluated (the baseline was stored without datasets" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(
+            ["audit"],
+            "error: audit needs --dags F (with --tasks and --datasets) or --snapshot S",
+            id="no-input",
+        ),
+        pytest.param(
+            ["audit", "--dags", "d.json", "--snapshot", "s.json"],
+            "error: audit takes either --dags",
+            id="both-inputs",
+        ),
+        pytest.param(
+            ["audit", "--dags", "d.json", "--format", "yaml"],
+            "error: python -m airflow_provider_coremodels audit: argument --format: invalid choice",
+            id="bad-format",
+        ),
+        pytest.param(
+            ["audit", "--snapshot", "missing.json"],
+            "error: snapshot document missing.json cannot be read",
+            id="missing-snapshot",
+        ),
+        pytest.param(["audit", "--max-snapshot-bytes", "0"], "argument --max-snapshot-bytes", id="bad-cap"),
+        pytest.param([], "the following arguments are required: COMMAND", id="no-command"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(capsys, argv: list[str], message: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_generate_is_refused_by_the_capability_gate(capsys) -> None:
+    assert run(capsys, "generate", "--anything", "goes") == (
+        2,
+        "",
+        "Connector 'airflow' does not support generation.\n",
+    )
+
+
+# -- both front doors, for real -----------------------------------------------------------
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "AIRFLOW_HOME": str(tmp_path / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+
+
+def front_doors(tmp_path: Path, *argv: str) -> list[subprocess.CompletedProcess[bytes]]:
+    """Run the same command through ``python -m`` and ``airflow coremodels``."""
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    commands = [[sys.executable, "-m", "airflow_provider_coremodels", *argv], [airflow, "coremodels", *argv]]
+    return [
+        subprocess.run(c, capture_output=True, cwd=REPO, env=_env(tmp_path), timeout=120) for c in commands
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["audit", *REAL_ARGS], id="table"),
+        pytest.param(["audit", *REAL_ARGS, "--format", "json", "--fail-on", "warning"], id="json-fail-on"),
+        pytest.param(["audit", "--dags", "no/such/dags.json"], id="missing-dags"),
+        pytest.param(["generate"], id="generate"),
+    ],
+)
+def test_both_front_doors_give_identical_output(tmp_path: Path, argv: list[str]) -> None:
+    module, airflow = front_doors(tmp_path, *argv)
+    assert module.returncode == airflow.returncode
+    assert module.stdout == airflow.stdout
+    assert module.stderr.decode().splitlines()[-1:] == airflow.stderr.decode().splitlines()[-1:]
+
+
+def test_airflow_cli_lists_the_coremodels_group(tmp_path: Path) -> None:
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    result = subprocess.run(
+        [airflow, "coremodels", "--help"], capture_output=True, env=_env(tmp_path), timeout=120
+    )
+    assert result.returncode == 0
+    assert b"audit" in result.stdout and b"generate" in result.stdout

@@ -1,0 +1,200 @@
+"""The snapshot document: its keys, the snapshot cap, and reading it back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import artifact_paths
+
+from airflow_provider_coremodels.core import (
+    audit,
+    build_document,
+    for_storage,
+    load_document,
+    parse_artifacts,
+)
+from airflow_provider_coremodels.core.document import encode
+from airflow_provider_coremodels.errors import SnapshotDocumentError
+
+TOP_LEVEL_KEYS = [
+    "schemaVersion",
+    "connector",
+    "capabilities",
+    "fingerprint",
+    "state",
+    "datasets",
+    "lineage",
+    "findings",
+    "lossiness",
+    "lineageEdgesSkipped",
+    "snapshotStored",
+]
+
+
+@pytest.fixture(scope="module")
+def real_estate():
+    paths = artifact_paths("airflow3")
+    return parse_artifacts(*(paths[name].read_bytes() for name in ("dags", "tasks", "datasets")))
+
+
+@pytest.fixture(scope="module")
+def real_document(real_estate):
+    return build_document(real_estate, audit(real_estate))
+
+
+def test_document_has_every_contract_key_in_order(real_document) -> None:
+    assert list(real_document)[: len(TOP_LEVEL_KEYS)] == TOP_LEVEL_KEYS
+    assert real_document["schemaVersion"] == 1
+    assert real_document["connector"] == "airflow"
+    assert real_document["capabilities"] == ["import", "audit"]
+    assert list(real_document["state"]) == [
+        "connectorVersion",
+        "airflowVersion",
+        "apiVersion",
+        "capturedAt",
+        "counts",
+        "facts",
+    ]
+    assert list(real_document["state"]["counts"]) == [
+        "datasets",
+        "fields",
+        "lineageEdges",
+        "lineageEdgesSkipped",
+    ]
+    assert list(real_document["state"]["facts"]) == ["dags", "pausedDags", "assets", "tasks"]
+    assert real_document["snapshotStored"] is True
+
+
+def test_every_dataset_field_and_edge_has_the_contract_keys(real_document) -> None:
+    for dataset in real_document["datasets"]:
+        assert list(dataset) == [
+            "identity",
+            "name",
+            "materialization",
+            "physicalName",
+            "description",
+            "tags",
+            "mapsTo",
+            "metadata",
+            "fields",
+        ]
+        assert dataset["mapsTo"] == {"standard": "airflow", "uri": dataset["identity"]}
+        for field in dataset["fields"]:
+            assert list(field) == ["name", "nativeType", "type", "approximate", "tags", "metadata"]
+            assert (field["type"], field["approximate"]) == ("String", True)
+    for edge in real_document["lineage"]:
+        assert list(edge) == ["dependent", "dependsOn", "external"]
+    for finding in real_document["findings"]:
+        assert list(finding) == ["section", "severity", "code", "subject", "message", "detail"]
+
+
+def test_document_lists_are_in_canonical_order(real_document) -> None:
+    keys = [(d["materialization"], d["identity"]) for d in real_document["datasets"]]
+    assert keys == sorted(keys)
+    for dataset in real_document["datasets"]:
+        names = [f["name"] for f in dataset["fields"]]
+        assert names == sorted(names)
+    edges = [(e["dependent"], e["dependsOn"]) for e in real_document["lineage"]]
+    assert edges == sorted(edges)
+
+
+def test_document_says_when_coverage_was_not_evaluated(real_document) -> None:
+    assert real_document["baseline"] == {
+        "evaluated": False,
+        "fingerprint": None,
+        "reason": "no baseline given",
+    }
+
+
+# -- the snapshot cap ---------------------------------------------------------------------
+
+
+def test_over_the_cap_the_document_is_not_stored_whole(real_estate) -> None:
+    full_size = len(encode(build_document(real_estate, audit(real_estate))))
+    document = build_document(real_estate, audit(real_estate), max_snapshot_bytes=full_size - 1)
+    assert document["snapshotStored"] is False
+    assert document["lossiness"][-1] == {
+        "artifact": "snapshot",
+        "message": f"snapshot document is {full_size} bytes, over the {full_size - 1}-byte cap: "
+        "stored without datasets and lineage, so it cannot serve as a baseline",
+    }
+    stored = for_storage(document)
+    assert "datasets" not in stored and "lineage" not in stored
+    assert stored["findings"] == document["findings"]
+    assert stored["state"] == document["state"]
+    assert stored["lossiness"] == document["lossiness"]
+    assert stored["fingerprint"] == document["fingerprint"]
+
+
+def test_at_the_cap_the_document_is_stored(real_estate) -> None:
+    full_size = len(encode(build_document(real_estate, audit(real_estate))))
+    document = build_document(real_estate, audit(real_estate), max_snapshot_bytes=full_size)
+    assert document["snapshotStored"] is True
+    assert for_storage(document) is document
+
+
+def test_a_document_stored_over_the_cap_reads_back_without_an_estate(real_estate) -> None:
+    document = build_document(real_estate, audit(real_estate), max_snapshot_bytes=100)
+    stored = load_document(encode(for_storage(document)))
+    assert stored.estate is None
+    assert stored.fingerprint == document["fingerprint"]
+    result = audit(real_estate, stored.as_baseline())
+    assert not result.baseline.evaluated
+
+
+# -- reading back -------------------------------------------------------------------------
+
+
+def test_reaudit_of_a_stored_document_gives_the_same_document(real_document) -> None:
+    stored = load_document(encode(real_document))
+    again = build_document(stored.estate, audit(stored.estate))
+    assert again == real_document
+
+
+def test_edited_document_is_flagged_on_reaudit(real_document) -> None:
+    edited = json.loads(encode(real_document))
+    edited["datasets"][0]["description"] = "edited by hand"
+    stored = load_document(json.dumps(edited))
+    [record] = [r for r in stored.estate.lossiness if r.artifact == "snapshot"]
+    assert record.message.startswith(f"stored fingerprint {real_document['fingerprint']} does not match")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        pytest.param("{", "snapshot document is not valid JSON", id="invalid-json"),
+        pytest.param("[]", "snapshot document is not a JSON object", id="array"),
+        pytest.param(
+            '{"connector": "dbt", "schemaVersion": 1}',
+            'has connector "dbt", expected "airflow"',
+            id="other-connector",
+        ),
+        pytest.param(
+            '{"connector": "airflow", "schemaVersion": 9}',
+            "has schemaVersion 9; this version reads 1",
+            id="future-schema",
+        ),
+        pytest.param(
+            '{"connector": "airflow", "schemaVersion": 1, "datasets": [{"identity": "x"}], "lineage": []}',
+            'has an invalid datasets[0].materialization: expected "dag" or "asset"',
+            id="bad-dataset",
+        ),
+        pytest.param(
+            '{"connector": "airflow", "schemaVersion": 1, "datasets": [], "lineage": [{"dependent": 1}]}',
+            "has an invalid lineage[0].dependent: expected a non-empty string",
+            id="bad-edge",
+        ),
+        pytest.param(
+            '{"connector": "airflow", "schemaVersion": 1, "datasets": [{"identity": "d", "name": "d", '
+            '"materialization": "dag", "fields": [{"name": "t", "nativeType": "X", "metadata": {"k": 1}}]}], '
+            '"lineage": []}',
+            "has an invalid datasets[0].fields[0].metadata: expected string values",
+            id="bad-metadata",
+        ),
+    ],
+)
+def test_unreadable_document_names_the_problem(text: str, problem: str) -> None:
+    with pytest.raises(SnapshotDocumentError, match=r"^snapshot document ") as excinfo:
+        load_document(text)
+    assert problem in str(excinfo.value)

@@ -1,0 +1,32 @@
+"""Small helpers shared by the tests (``tests/`` is on the path through pytest's ``pythonpath``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).parent.parent
+
+
+def artifact_paths(generation: str) -> dict[str, Path]:
+    """The recorded dags, tasks and datasets artifacts of one API generation."""
+    folder = FIXTURES / generation
+    return {name: folder / f"{name}.json" for name in ("dags", "tasks", "datasets")}
+
+
+def document_for(dags: Any, tasks: Any = None, datasets: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """Parse Python values (encoded to JSON here; None: not provided), audit, and build the document."""
+
+    def encode(value: Any) -> bytes | None:
+        return None if value is None else json.dumps(value).encode()
+
+    estate = parse_artifacts(encode(dags), encode(tasks), encode(datasets))
+    return build_document(estate, audit(estate), **kwargs)
+
+
+def codes(document: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(f["code"], f["subject"]) for f in document["findings"]]

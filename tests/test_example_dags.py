@@ -1,0 +1,31 @@
+"""Every file in example_dags/ imports into a DagBag with no errors; the estate has the expected DAGs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+
+
+@pytest.fixture(scope="module")
+def dagbag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(REPO / "example_dags"))
+
+
+def test_example_dags_import_without_errors(dagbag) -> None:
+    assert dagbag.import_errors == {}
+
+
+def test_example_estate_dags(dagbag) -> None:
+    estate = {dag_id for dag_id, dag in dagbag.dags.items() if Path(dag.fileloc).parent.name == "estate"}
+    assert estate == {
+        "load_orders",
+        "daily_revenue",
+        "sync_crm",
+        "backfill_customers",
+        "customer_report",
+        "legacy_cleanup",
+    }
