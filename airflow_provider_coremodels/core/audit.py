@@ -146,15 +146,23 @@ def paused_producer(
 
 
 def lineage_sides(estate: Estate) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Map each asset URI to its producing and consuming dag_ids, read off the lineage edges."""
+    """Map each asset URI to its producing and consuming dag_ids, read off the lineage edges.
+
+    An edge names two identities and its direction says which end is the asset: a producing
+    edge is (asset, DAG), a consuming one (DAG, asset), where the DAG end is a described DAG
+    or marked external. That tells the two apart even when an asset's URI is also a dag_id
+    (``Asset("orders")`` beside a DAG ``orders``); only an edge whose two ends are both names
+    of both kinds stays ambiguous, and is read as producing.
+    """
     assets = {d.identity for d in estate.datasets if d.materialization == ASSET}
+    dags = {d.identity for d in estate.datasets if d.materialization == DAG}
     producers: dict[str, list[str]] = defaultdict(list)
     consumers: dict[str, list[str]] = defaultdict(list)
     for edge in estate.lineage:
-        if edge.dependent in assets:  # the asset depends on the DAG that produces it
-            producers[edge.dependent].append(edge.depends_on)
-        elif edge.depends_on in assets:  # the DAG depends on the asset it consumes
-            consumers[edge.depends_on].append(edge.dependent)
+        if edge.dependent in assets and (edge.external or edge.depends_on in dags):
+            producers[edge.dependent].append(edge.depends_on)  # the asset depends on its producer
+        elif edge.depends_on in assets and (edge.external or edge.dependent in dags):
+            consumers[edge.depends_on].append(edge.dependent)  # the DAG depends on what it consumes
     return producers, consumers
 
 
