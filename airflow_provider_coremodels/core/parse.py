@@ -46,8 +46,15 @@ _ARTIFACT_ORDER = {"dags": 0, "tasks": 1, "datasets": 2, "snapshot": 3}
 
 
 def decode(data: bytes | str) -> Any:
-    """Decode one artifact's bytes; raises ValueError with a short reason on bad input."""
+    """Decode one artifact's bytes; raises ValueError with a short reason on bad input.
+
+    JSON between systems is UTF-8 (RFC 8259): bytes are decoded strictly as UTF-8 (a byte-order
+    mark is tolerated), rather than letting ``json.loads`` guess UTF-16 or UTF-32, or pass
+    encoded surrogates through.
+    """
     try:
+        if isinstance(data, bytes):
+            data = data.decode("utf-8-sig")
         return json.loads(data)
     except RecursionError:
         raise ValueError("nested too deeply") from None
@@ -407,6 +414,53 @@ def asset_name(uri: str) -> str:
         path = uri.split("://", 1)[-1].partition("/")[2]
     segments = [segment for segment in path.split("/") if segment]
     return segments[-1] if segments else uri
+
+
+# -- reduction: what a capture keeps of each object when it keeps no raw responses -----------
+
+_DAG_KEYS = (
+    "dag_id",
+    "description",
+    "fileloc",
+    "tags",
+    "owners",
+    "is_paused",
+    "schedule_interval",
+    "timetable_summary",
+)
+_TASK_KEYS = ("task_id", "operator_name", "owner")
+
+
+def reduce_dag(raw: Any) -> Any:
+    """A DAG object cut down to the keys the parse reads; the parse of the result is unchanged."""
+    if not isinstance(raw, dict):
+        return raw
+    return {key: raw[key] for key in _DAG_KEYS if key in raw}
+
+
+def reduce_task(raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    reduced = {key: raw[key] for key in _TASK_KEYS if key in raw}
+    class_ref = raw.get("class_ref")
+    if isinstance(class_ref, dict) and "class_name" in class_ref:
+        reduced["class_ref"] = {"class_name": class_ref["class_name"]}
+    elif "class_ref" in raw:
+        reduced["class_ref"] = class_ref
+    return reduced
+
+
+def reduce_asset(raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    reduced = {"uri": raw["uri"]} if "uri" in raw else {}
+    for key in ("producing_tasks", *_CONSUMER_KEYS):
+        refs = raw.get(key)
+        if isinstance(refs, list):
+            reduced[key] = [{"dag_id": ref.get("dag_id")} if isinstance(ref, dict) else ref for ref in refs]
+        elif key in raw:
+            reduced[key] = refs
+    return reduced
 
 
 # -- helpers ------------------------------------------------------------------------------
