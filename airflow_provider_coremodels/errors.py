@@ -56,3 +56,23 @@ class GenerationNotSupportedError(CapabilityError):
 
     def __init__(self) -> None:
         super().__init__(GENERATION_REFUSED)
+
+
+class CaptureError(CoreModelsError):
+    """The deployment's REST API could not be read: unreachable, refused, or retries exhausted."""
+
+    exit_code = 3
+
+
+class AuthError(CaptureError):
+    """The REST API refused our credentials (401 after a renewed token) or our permissions (403)."""
+
+
+class ConnectionConfigError(CoreModelsError):
+    """An Airflow connection is missing or misconfigured (no host, a bad extra)."""
+
+
+class SinkError(CoreModelsError):
+    """A snapshot could not be pushed to a sink: unwritable, unreachable, refused, retries exhausted."""
+
+    exit_code = 3

@@ -17,5 +17,15 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Maps an Airflow estate (DAGs, tasks, assets) into CoreModels, lineage first: "
         "capture through the REST API, audit locally, export a fingerprinted snapshot.",
         "versions": [__version__],
+        "connection-types": [
+            {
+                "hook-class-name": "airflow_provider_coremodels.hooks.airflow_api.AirflowApiHook",
+                "connection-type": "airflow_api",
+            },
+            {
+                "hook-class-name": "airflow_provider_coremodels.hooks.coremodels.CoreModelsHook",
+                "connection-type": "coremodels",
+            },
+        ],
         "cli": ["airflow_provider_coremodels.cli.definition.get_coremodels_cli_commands"],
     }

@@ -180,7 +180,7 @@ class AirflowApiServer:
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file),
                 "AIRFLOW__API__SECRET_KEY": "coremodels-test-api-secret-key",
-                "AIRFLOW__API_AUTH__JWT_SECRET": "coremodels-test-jwt-secret-0123456789abcdef",
+                "AIRFLOW__API_AUTH__JWT_SECRET": "coremodels-test-jwt-secret-" + "0123456789abcdef" * 4,
                 "AIRFLOW__API__BASE_URL": self.base_url,
                 "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(self.home / "logs"),
                 # DAG owners are ", ".join(set(task owners)): a fixed hash seed makes their order

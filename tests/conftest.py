@@ -17,3 +17,13 @@ from helpers import FIXTURES
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def airflow_server():
+    """A real Airflow 3.3 API server on 127.0.0.1 serving example_dags/estate, started once per session."""
+    from airflow_server import AirflowApiServer
+    from helpers import REPO
+
+    with AirflowApiServer(REPO / "example_dags" / "estate") as server:
+        yield server

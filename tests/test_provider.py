@@ -17,6 +17,10 @@ def test_entry_point_registers_the_provider() -> None:
     assert info["package-name"] == "airflow-provider-coremodels"
     assert info["versions"] == [__version__]
     assert info["cli"] == ["airflow_provider_coremodels.cli.definition.get_coremodels_cli_commands"]
+    assert {c["connection-type"]: c["hook-class-name"] for c in info["connection-types"]} == {
+        "airflow_api": "airflow_provider_coremodels.hooks.airflow_api.AirflowApiHook",
+        "coremodels": "airflow_provider_coremodels.hooks.coremodels.CoreModelsHook",
+    }
 
 
 def test_provider_info_and_cli_definition_import_nothing_heavy() -> None:
@@ -37,4 +41,4 @@ def test_cli_commands_build_for_airflow() -> None:
 
     [group] = get_coremodels_cli_commands()
     assert group.name == "coremodels"
-    assert [c.name for c in group.subcommands] == ["audit", "generate"]
+    assert [c.name for c in group.subcommands] == ["audit", "capture", "export", "generate"]

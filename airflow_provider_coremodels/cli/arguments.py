@@ -64,6 +64,63 @@ BASELINE = ArgSpec(
     {"metavar": "S", "help": "a previous snapshot document to report coverage and drift against"},
 )
 
+
+def _concurrency(value: str) -> int:
+    number = int(value)
+    if not 1 <= number <= 64:
+        raise argparse.ArgumentTypeError(f"expected 1 to 64 concurrent requests, got {value}")
+    return number
+
+
+def _seconds(value: str) -> float:
+    number = float(value)
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value}")
+    return number
+
+
+SOURCE = (
+    ArgSpec(
+        ("--conn-id",), {"metavar": "ID", "help": "the Airflow connection (type airflow_api) of the REST API"}
+    ),
+    ArgSpec(("--base-url",), {"metavar": "URL", "help": "the API server's URL, instead of a connection"}),
+    ArgSpec(("--username",), {"metavar": "USER", "help": "with --base-url: the user to authenticate as"}),
+    ArgSpec(
+        ("--password-env",),
+        {"metavar": "VAR", "help": "with --base-url: the environment variable holding the password"},
+    ),
+    ArgSpec(
+        ("--token-env",),
+        {"metavar": "VAR", "help": "with --base-url: the environment variable holding a bearer token"},
+    ),
+    ArgSpec(("--ca-bundle",), {"metavar": "PATH", "help": "verify TLS against this CA bundle"}),
+    ArgSpec(
+        ("--concurrency",),
+        {
+            "type": _concurrency,
+            "metavar": "N",
+            "help": "concurrent requests (default: the connection's, else 8)",
+        },
+    ),
+    ArgSpec(
+        ("--timeout",),
+        {
+            "type": _seconds,
+            "metavar": "S",
+            "help": "read timeout per request (default: the connection's, else 60)",
+        },
+    ),
+    ArgSpec(
+        ("--retry-budget",),
+        {
+            "type": _seconds,
+            "default": 120.0,
+            "metavar": "S",
+            "help": "seconds a capture may spend retrying transient failures (default: 120)",
+        },
+    ),
+)
+
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="audit",
@@ -79,6 +136,54 @@ COMMANDS: tuple[CommandSpec, ...] = (
             ArgSpec(("--datasets",), {"metavar": "F", "help": "the datasets (assets) artifact"}),
             ArgSpec(("--snapshot",), {"metavar": "S", "help": "re-audit this stored snapshot document"}),
             BASELINE,
+            FORMAT,
+            FAIL_ON_ARG,
+            MAX_SNAPSHOT_BYTES,
+        ),
+    ),
+    CommandSpec(
+        name="capture",
+        help="Capture the estate from a deployment's REST API into dags.json, tasks.json and datasets.json",
+        description=(
+            "Read DAGs, each DAG's tasks and the assets (datasets) from the REST API of an Airflow "
+            "deployment and save them in the shapes the offline audit accepts."
+        ),
+        func="airflow_provider_coremodels.cli.commands:capture",
+        args=(
+            *SOURCE,
+            ArgSpec(
+                ("--out",),
+                {"metavar": "DIR", "required": True, "help": "the directory to write the files to"},
+            ),
+        ),
+    ),
+    CommandSpec(
+        name="export",
+        help="Capture, audit and push the snapshot to each sink: the job the operator runs",
+        description=(
+            "Capture the estate from the REST API, audit it against the sinks' stored baseline, print the "
+            "findings, and push the fingerprinted snapshot document to every --sink."
+        ),
+        func="airflow_provider_coremodels.cli.commands:export",
+        args=(
+            *SOURCE,
+            ArgSpec(
+                ("--sink",),
+                {
+                    "action": "append",
+                    "default": [],
+                    "metavar": "URI",
+                    "help": "a directory or file:// URI, an object-storage URI (s3://bucket/prefix), or an "
+                    "http(s):// endpoint; repeatable",
+                },
+            ),
+            ArgSpec(
+                ("--sink-conn-id",), {"metavar": "ID", "help": "the connection object-storage sinks use"}
+            ),
+            ArgSpec(
+                ("--coremodels-conn-id",),
+                {"metavar": "ID", "help": "the coremodels connection whose password is the endpoint's token"},
+            ),
             FORMAT,
             FAIL_ON_ARG,
             MAX_SNAPSHOT_BYTES,

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_coremodels.core import (
     Baseline,
@@ -19,18 +22,21 @@ from airflow_provider_coremodels.core import (
 from airflow_provider_coremodels.core import (
     audit as run_audit,
 )
+from airflow_provider_coremodels.core.audit import failing_findings
 from airflow_provider_coremodels.core.capabilities import require
-from airflow_provider_coremodels.core.render import SEVERITY_RANK, render_json, render_table
+from airflow_provider_coremodels.core.render import render_json, render_table
 from airflow_provider_coremodels.errors import (
+    ConnectionConfigError,
     DagsArtifactError,
     SnapshotDocumentError,
     UsageError,
 )
 
+if TYPE_CHECKING:
+    from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
-
-FAIL_ON_RANK = {"never": None, "info": 1, "warning": 2, "error": 3}
 
 
 def audit(args: argparse.Namespace) -> int:
@@ -50,6 +56,127 @@ def audit(args: argparse.Namespace) -> int:
     return exit_code(document["findings"], args.fail_on)
 
 
+def capture(args: argparse.Namespace) -> int:
+    """``capture``: read the estate from the REST API and save the three artifacts under ``--out``."""
+    from airflow_provider_coremodels.atomic import write_atomic
+    from airflow_provider_coremodels.capture import AirflowApiClient
+    from airflow_provider_coremodels.capture import capture as run_capture
+    from airflow_provider_coremodels.capture.progress import ProgressReporter
+
+    source = api_source(args)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out} cannot be created: {exc.strerror or exc}") from None
+    progress = ProgressReporter(sys.stderr)
+    try:
+        with AirflowApiClient(source, retry=retry_policy(args)) as client:
+            result = run_capture(client, keep_raw=True, progress=progress)
+    finally:
+        progress.close()
+    files = {"dags.json": result.dags, "tasks.json": result.tasks}
+    if isinstance(result.datasets, dict):  # not written when the assets could not be fetched
+        files["datasets.json"] = result.datasets
+    for name, value in files.items():
+        write_atomic(out / name, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    for record in result.lossiness:
+        sys.stderr.write(f"warning: {record.artifact}: {record.message}\n")
+    emit(f"{result.summary.line()} -> {out}")
+    return EXIT_OK
+
+
+def export(args: argparse.Namespace) -> int:
+    """``export``: capture, audit against the sinks' baseline, print, push to every sink."""
+    from airflow_provider_coremodels.capture import AirflowApiClient
+    from airflow_provider_coremodels.capture.progress import ProgressReporter
+    from airflow_provider_coremodels.export import export as run_export
+    from airflow_provider_coremodels.sinks import open_sink
+
+    source = api_source(args)
+    retry = retry_policy(args)
+    sinks = [
+        open_sink(
+            uri, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id, retry=retry
+        )
+        for uri in args.sink
+    ]
+    progress = ProgressReporter(sys.stderr)
+    try:
+        with AirflowApiClient(source, retry=retry) as client:
+            result = run_export(client, sinks, max_snapshot_bytes=args.max_snapshot_bytes, progress=progress)
+    finally:
+        progress.close()
+    emit(render(result.document, args.format))
+    summary = f"{result.capture.line()}\n{result.summary_line()}"
+    if args.format == "json":  # stdout is the document alone
+        sys.stderr.write(summary + "\n")
+    else:
+        emit("\n" + summary)
+    return exit_code(result.document["findings"], args.fail_on)
+
+
+def api_source(args: argparse.Namespace) -> ApiSource:
+    """The REST API to read: from ``--conn-id``, or ``--base-url`` with secrets from the environment."""
+    from airflow_provider_coremodels.capture import ApiSource
+
+    if args.conn_id and args.base_url:
+        raise UsageError("give either --conn-id or --base-url, not both")
+    if args.conn_id:
+        if args.username or args.password_env or args.token_env:
+            raise UsageError("--username, --password-env and --token-env go with --base-url, not --conn-id")
+        source = _connection_source(args.conn_id)
+    elif args.base_url:
+        try:
+            source = ApiSource(
+                base_url=args.base_url,
+                username=args.username,
+                password=_secret_from_env(args.password_env),
+                token=_secret_from_env(args.token_env),
+            )
+        except ValueError as exc:
+            raise UsageError(f"--base-url: {exc}") from None
+    else:
+        raise UsageError("name the REST API with --conn-id ID or --base-url URL")
+    overrides: dict[str, Any] = {}
+    if args.ca_bundle:
+        overrides["verify"] = args.ca_bundle
+    if args.concurrency:
+        overrides["concurrency"] = args.concurrency
+    if args.timeout:
+        overrides["read_timeout"] = args.timeout
+    return dataclasses.replace(source, **overrides) if overrides else source
+
+
+def retry_policy(args: argparse.Namespace) -> RetryPolicy:
+    from airflow_provider_coremodels.capture import RetryPolicy
+
+    return RetryPolicy(budget=args.retry_budget)
+
+
+def _secret_from_env(variable: str | None) -> str | None:
+    if not variable:
+        return None
+    value = os.environ.get(variable)
+    if not value:
+        raise UsageError(f"environment variable {variable} is not set")
+    return value
+
+
+def _connection_source(conn_id: str) -> ApiSource:
+    from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
+
+    try:
+        return AirflowApiHook(conn_id).get_source()
+    except ConnectionConfigError:
+        raise
+    except Exception as exc:  # Airflow raises its own not-found error from the secrets backends
+        if type(exc).__name__ in ("AirflowNotFoundException", "AirflowException"):
+            hint = f"add it to Airflow or set AIRFLOW_CONN_{conn_id.upper()}"
+            raise ConnectionConfigError(f"connection {conn_id!r} is not defined: {hint}") from None
+        raise
+
+
 def generate(args: argparse.Namespace) -> int:
     """``generate``: always refused by the capability gate, before anything else happens."""
     require("generate")
@@ -64,13 +191,7 @@ def render(document: dict[str, Any], fmt: str) -> str:
 
 def exit_code(findings: list[dict[str, Any]], fail_on: str) -> int:
     """1 when an unwaived finding is at or above ``fail_on``, else 0."""
-    threshold = FAIL_ON_RANK[fail_on]
-    if threshold is None:
-        return EXIT_OK
-    for finding in findings:
-        if not finding.get("waived") and SEVERITY_RANK.get(finding["severity"], 0) >= threshold:
-            return EXIT_FINDINGS
-    return EXIT_OK
+    return EXIT_FINDINGS if failing_findings(findings, fail_on) else EXIT_OK
 
 
 def emit(text: str) -> None:

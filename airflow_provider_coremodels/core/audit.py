@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from airflow_provider_coremodels.core.model import ASSET, DAG, Dataset, Estate, Finding, Severity
 
@@ -18,6 +19,10 @@ COVERAGE = "Coverage"
 DRIFT = "Drift"
 
 DEFAULT_OWNER = "airflow"
+
+SEVERITY_RANK = {"Info": 1, "Warning": 2, "Error": 3}
+#: ``--fail-on`` / ``fail_on``: the lowest severity that fails the run (None: never).
+FAIL_ON = {"never": None, "info": 1, "warning": 2, "error": 3}
 
 MESSAGES = {
     "dag-no-description": "DAG has no description — pipelines without stated intent resist governance.",
@@ -61,11 +66,16 @@ class AuditResult:
     baseline: BaselineStatus
 
 
-def audit(estate: Estate, baseline: Baseline | None = None) -> AuditResult:
-    """Run every rule; findings come back sorted by (section, code, subject)."""
+def audit(
+    estate: Estate, baseline: Baseline | None = None, *, no_baseline: str = "no baseline given"
+) -> AuditResult:
+    """Run every rule; findings come back sorted by (section, code, subject).
+
+    ``no_baseline`` is the reason recorded when there is no baseline to compare against.
+    """
     findings = list(conformance(estate))
     if baseline is None:
-        status = BaselineStatus(False, reason="no baseline given")
+        status = BaselineStatus(False, reason=no_baseline)
     elif baseline.estate is None:
         status = BaselineStatus(
             False,
@@ -77,6 +87,14 @@ def audit(estate: Estate, baseline: Baseline | None = None) -> AuditResult:
         findings.extend(drift(estate, baseline.estate))
     findings.sort(key=lambda f: (f.section, f.code, f.subject, f.detail or ""))
     return AuditResult(tuple(findings), status)
+
+
+def failing_findings(findings: list[dict[str, Any]], fail_on: str) -> list[dict[str, Any]]:
+    """The document's findings at or above ``fail_on`` that are not waived: what fails a run."""
+    threshold = FAIL_ON[fail_on]
+    if threshold is None:
+        return []
+    return [f for f in findings if not f.get("waived") and SEVERITY_RANK.get(f["severity"], 0) >= threshold]
 
 
 def _finding(section: str, severity: Severity, code: str, subject: str, detail: str | None) -> Finding:

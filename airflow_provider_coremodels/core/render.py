@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from typing import Any
 
-SEVERITY_RANK = {"Info": 1, "Warning": 2, "Error": 3}
+from airflow_provider_coremodels.core.audit import SEVERITY_RANK
 
 
 def render_json(document: dict[str, Any]) -> str:

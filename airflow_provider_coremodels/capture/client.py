@@ -1,0 +1,279 @@
+"""A client for the deployment's own REST API: API detection, authentication and retries.
+
+One ``requests.Session`` with a connection pool as large as the capture's concurrency. The
+client is safe to share between threads: counters and token renewal are guarded by a lock.
+Credentials never appear in a log line, an error message or a recorded URL.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from airflow_provider_coremodels import __version__
+from airflow_provider_coremodels.capture.retry import Deadline, RetryPolicy, send_with_retries
+from airflow_provider_coremodels.errors import AuthError, CaptureError
+
+log = logging.getLogger(__name__)
+
+USER_AGENT = f"airflow-provider-coremodels/{__version__}"
+
+
+@dataclass(frozen=True)
+class ApiSource:
+    """Where the REST API is and how to authenticate; secrets are kept out of ``repr``.
+
+    ``username``/``password``: a JWT from ``POST /auth/token`` on Airflow 3, basic auth on
+    Airflow 2. ``token``: a static bearer token. ``verify``: TLS verification (True), off
+    (False), or the path of a CA bundle.
+    """
+
+    base_url: str
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    token: str | None = field(default=None, repr=False)
+    verify: bool | str = True
+    connect_timeout: float = 10.0
+    read_timeout: float = 60.0
+    concurrency: int = 8
+
+    def __post_init__(self) -> None:
+        base_url, username, password = strip_userinfo(self.base_url)
+        object.__setattr__(self, "base_url", base_url)
+        if username and not self.username and not self.token:
+            object.__setattr__(self, "username", username)
+            object.__setattr__(self, "password", password)
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+
+
+def strip_userinfo(url: str) -> tuple[str, str | None, str | None]:
+    """Split ``user:password@`` out of a URL, so it is never recorded with the URL."""
+    parts = urlsplit(url.strip())
+    if not parts.scheme or not parts.netloc:
+        raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+    return clean, parts.username, parts.password
+
+
+def redact_url(url: str) -> str:
+    """The URL with any user info replaced, for messages about URLs that could not be parsed."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return f"{scheme}{sep}{authority}{slash}{path}"
+
+
+@dataclass
+class Stats:
+    requests: int = 0
+    retries: int = 0
+
+
+@dataclass(frozen=True)
+class ApiInfo:
+    api_version: str  # "v2" (Airflow 3) or "v1" (Airflow 2)
+    airflow_version: str | None
+
+
+class NotFound(CaptureError):
+    """The API answered 404 for a resource (a DAG deleted during the capture, say)."""
+
+
+class AirflowApiClient:
+    """GET JSON from one Airflow deployment, with retries, auth and API detection."""
+
+    def __init__(self, source: ApiSource, *, retry: RetryPolicy | None = None) -> None:
+        self.source = source
+        self.retry = retry or RetryPolicy()
+        self.stats = Stats()
+        self.info: ApiInfo | None = None
+        self._deadline = Deadline(self.retry.budget)
+        self._lock = threading.Lock()  # counters
+        self._token_lock = threading.Lock()  # one renewal at a time; held while the renewal request runs
+        self._bearer: str | None = source.token
+        self._session = requests.Session()
+        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=source.concurrency)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._session.verify = source.verify
+        self._session.headers.update({"Accept": "application/json", "User-Agent": USER_AGENT})
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self) -> AirflowApiClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def connect(self) -> ApiInfo:
+        """Detect the API generation and authenticate: the first requests of a capture."""
+        self._deadline = Deadline(self.retry.budget)
+        self.info = self._detect()
+        if self._uses_jwt:
+            self._bearer = self._new_token()
+        elif self.source.username and not self.source.token:  # Airflow 2: basic auth on every request
+            self._session.auth = (self.source.username, self.source.password or "")
+        log.info(
+            "Airflow %s (API %s) at %s",
+            self.info.airflow_version or "?",
+            self.info.api_version,
+            self.source.base_url,
+        )
+        return self.info
+
+    def _detect(self) -> ApiInfo:
+        """``GET /api/v2/version`` (Airflow 3), else ``/api/v1/version`` (Airflow 2; v3 answers 404 there)."""
+        statuses = []
+        for api in ("v2", "v1"):
+            response, body = self._send("GET", f"/api/{api}/version", decode=True)
+            if response.status_code == 200:
+                version = body.get("version") if isinstance(body, dict) else None
+                return ApiInfo(api, version if isinstance(version, str) else None)
+            if response.status_code in (401, 403):
+                self._raise_auth(response)
+            statuses.append(f"/api/{api}/version answered HTTP {response.status_code}")
+        raise CaptureError(f"no Airflow REST API at {self.source.base_url}: " + " and ".join(statuses))
+
+    def _new_token(self) -> str:
+        response, body = self._send(
+            "POST",
+            "/auth/token",
+            json={"username": self.source.username, "password": self.source.password or ""},
+            authenticated=False,
+            decode=True,
+        )
+        if response.status_code in (401, 403):
+            raise AuthError(
+                f"authentication refused by {self._url('/auth/token')}: HTTP {response.status_code} "
+                "(check the username and password)"
+            )
+        if response.status_code >= 400:
+            raise CaptureError(f"{self._url('/auth/token')} answered HTTP {response.status_code}")
+        token = body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(token, str) or not token:
+            raise CaptureError(f"{self._url('/auth/token')} answered without an access_token")
+        return token
+
+    # -- requests -------------------------------------------------------------------------
+
+    def api_path(self, path: str) -> str:
+        assert self.info is not None, "connect() first"
+        return f"/api/{self.info.api_version}{path}"
+
+    def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        """GET an API path (``/dags``, not ``/api/v2/dags``) as JSON, retrying what is transient."""
+        full = self.api_path(path)
+        renewed = False
+        while True:
+            bearer = self._bearer
+            response, body = self._send("GET", full, params=params, decode=True)
+            if response.status_code == 401 and self._uses_jwt and not renewed:
+                self._renew(bearer)
+                renewed = True
+                continue
+            if response.status_code in (401, 403):
+                self._raise_auth(response)
+            if response.status_code == 404:
+                raise NotFound(f"{self._url(full)} answered HTTP 404")
+            if response.status_code >= 400:
+                raise CaptureError(
+                    f"{self._url(full)} answered HTTP {response.status_code}{_problem(response)}"
+                )
+            return body
+
+    @property
+    def _uses_jwt(self) -> bool:
+        """Whether our bearer token is a JWT we requested, and so can renew when it expires."""
+        return bool(
+            self.info and self.info.api_version == "v2" and self.source.username and not self.source.token
+        )
+
+    def _renew(self, stale: str | None) -> None:
+        """Renew the JWT once per expiry, however many threads saw the 401."""
+        with self._token_lock:
+            if self._bearer == stale:
+                log.info("API token rejected (expired?); requesting a new one")
+                self._bearer = self._new_token()
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        authenticated: bool = True,
+        decode: bool = False,
+    ) -> tuple[requests.Response, Any]:
+        """Send with retries on transient failures; the response returned is final (maybe a 4xx)."""
+        headers = {"Authorization": f"Bearer {self._bearer}"} if authenticated and self._bearer else {}
+        return send_with_retries(
+            self._session,
+            method,
+            self._url(path),
+            policy=self.retry,
+            deadline=self._deadline,
+            error=CaptureError,
+            on_attempt=self._count_request,
+            on_retry=self._count_retry,
+            decode=decode,
+            params=params,
+            json=json,
+            headers=headers,
+            timeout=(self.source.connect_timeout, self.source.read_timeout),
+        )
+
+    def _count_request(self) -> None:
+        with self._lock:
+            self.stats.requests += 1
+
+    def _count_retry(self) -> None:
+        with self._lock:
+            self.stats.retries += 1
+
+    def _url(self, path: str) -> str:
+        return self.source.base_url + path
+
+    def _raise_auth(self, response: requests.Response) -> None:
+        url = response.url.split("?", 1)[0]
+        detail = _problem(response) or (
+            " (the credentials lack permission, or the token is not valid here)"
+            if response.status_code == 403
+            else " (check the credentials)"
+        )
+        verb = "access denied" if response.status_code == 403 else "authentication refused"
+        raise AuthError(f"{verb} by {url}: HTTP {response.status_code}{detail}")
+
+
+def _problem(response: requests.Response) -> str:
+    """The server's own error message, when it sent one (FastAPI's ``detail``, connexion's ``detail``)."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(detail, list):  # FastAPI's validation errors: [{"loc": [...], "msg": "..."}]
+        detail = "; ".join(
+            f"{'.'.join(str(part) for part in item.get('loc', []))}: {item.get('msg')}"
+            for item in detail
+            if isinstance(item, dict) and item.get("msg")
+        )
+    return f": {detail}" if isinstance(detail, str) and detail else ""

@@ -1,0 +1,132 @@
+"""When to retry a request, and for how long: exponential backoff with jitter inside a deadline."""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import requests
+
+from airflow_provider_coremodels.errors import CoreModelsError
+
+log = logging.getLogger(__name__)
+
+#: Statuses worth another try: rate limiting and the gateway/overload family. 500 is included
+#: because the requests are idempotent GETs and Airflow answers 500 for transient database errors.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Per request at most ``max_attempts``; per capture no retry once ``budget`` seconds are spent."""
+
+    max_attempts: int = 6
+    backoff: float = 0.5
+    max_backoff: float = 10.0
+    budget: float = 120.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before attempt ``attempt + 1``: the server's Retry-After, else jittered backoff."""
+        if retry_after is not None:
+            return max(0.0, retry_after)
+        ceiling = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+class Deadline:
+    """The retry budget of one capture, shared by all of its requests and threads."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expires = time.monotonic() + seconds
+
+    def allows(self, delay: float) -> bool:
+        return time.monotonic() + delay <= self.expires
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """A Retry-After header in seconds, from delta-seconds or an HTTP date; None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def send_with_retries(
+    session: requests.Session,
+    method: str,
+    url: str,
+    *,
+    policy: RetryPolicy,
+    deadline: Deadline,
+    error: type[CoreModelsError],
+    on_attempt: Callable[[], None] = lambda: None,
+    on_retry: Callable[[], None] = lambda: None,
+    decode: bool = False,
+    **request: Any,
+) -> tuple[requests.Response, Any]:
+    """Send one request, retrying what is transient; return the final response (maybe a 4xx).
+
+    Transient: connection errors, timeouts, a body cut short, the statuses in RETRY_STATUSES,
+    and with ``decode`` a success whose body is not JSON (truncated on the wire). With
+    ``decode`` the decoded body comes back beside the response. Gives up with ``error`` after
+    ``policy.max_attempts`` or when the next wait would overrun the deadline.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
+        on_attempt()
+        retry_after: float | None = None
+        try:
+            response = session.request(method, url, **request)
+        except requests.exceptions.SSLError as exc:
+            raise error(f"TLS error talking to {url}: {_reason(exc)}") from None
+        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            problem = f"{type(exc).__name__}: {_reason(exc)}"
+        else:
+            if response.status_code in RETRY_STATUSES:
+                problem = f"HTTP {response.status_code}"
+                if response.status_code in (429, 503):  # the statuses RFC 9110 gives Retry-After
+                    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            elif not decode or response.status_code >= 400:
+                return response, None
+            else:
+                try:
+                    return response, response.json()
+                except ValueError:  # a truncated or garbled body: worth another try
+                    problem = "the response body is not valid JSON"
+        delay = policy.delay(attempt, retry_after)
+        if attempt >= policy.max_attempts or not deadline.allows(delay):
+            budget = f" (the retry budget of {policy.budget:g} s is spent)"
+            spent = "" if attempt >= policy.max_attempts else budget
+            attempts = f"{attempt} attempt{'s' if attempt > 1 else ''}"
+            raise error(f"{method} {url} failed after {attempts}: {problem}{spent}")
+        log.warning("%s %s: %s; retrying in %.1f s (attempt %d)", method, url, problem, delay, attempt + 1)
+        on_retry()
+        time.sleep(delay)
+
+
+_TRANSPORT_REASON = re.compile(
+    r"\[Errno -?\d+\] [^'\")]+|timed out|Connection reset by peer|Connection aborted|IncompleteRead"
+)
+
+
+def _reason(exc: Exception) -> str:
+    """A short description of a transport error: urllib3's own is several wrapped reprs long."""
+    text = str(exc)
+    found = _TRANSPORT_REASON.search(text)
+    if found:
+        return found.group(0).strip()
+    lines = text.splitlines()
+    return lines[0][:200] if lines else type(exc).__name__

@@ -1,0 +1,1 @@
+"""Airflow hooks: connections to the deployment's REST API and to CoreModels."""

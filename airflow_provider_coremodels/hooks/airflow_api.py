@@ -1,0 +1,87 @@
+"""``AirflowApiHook``: the capture client, built from an Airflow connection of type ``airflow_api``.
+
+The connection's host (with scheme and port, or with ``schema`` as the scheme), login and
+password (a JWT is requested with them on Airflow 3; basic auth on Airflow 2), or a password
+with no login as a static bearer token. Extras: ``verify`` (true/false), ``ca_bundle`` (a
+path), ``concurrency``, ``timeout`` (read seconds), ``connect_timeout``, ``token``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk.bases.hook import BaseHook
+
+from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy
+from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
+from airflow_provider_coremodels.hooks.connection_fields import base_url, extra_str, mask, tls_verify
+
+
+class AirflowApiHook(BaseHook):
+    """Reads this deployment's own REST API (Airflow 3 ``/api/v2`` or Airflow 2 ``/api/v1``)."""
+
+    conn_name_attr = "airflow_api_conn_id"
+    default_conn_name = "airflow_api_default"
+    conn_type = "airflow_api"
+    hook_name = "Airflow REST API (CoreModels capture)"
+
+    def __init__(self, airflow_api_conn_id: str = default_conn_name, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.airflow_api_conn_id = airflow_api_conn_id
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        return {
+            "hidden_fields": [],
+            "relabeling": {
+                "host": "API server URL or host",
+                "schema": "Scheme (http or https)",
+                "login": "Username (empty to use a token)",
+                "password": "Password, or the bearer token when Username is empty",
+            },
+            "placeholders": {
+                "host": "http://airflow-api-server:8080",
+                "login": "coremodels-exporter",
+                "extra": '{"verify": true, "ca_bundle": "/etc/ssl/certs/ca.pem", '
+                '"concurrency": 8, "timeout": 60}',
+            },
+        }
+
+    def get_source(self) -> ApiSource:
+        """The API's location and credentials, read from the connection; secrets registered for masking."""
+        conn = self.get_connection(self.airflow_api_conn_id)
+        extra = conn.extra_dejson
+        token = extra_str(extra, "token", self.airflow_api_conn_id) or (None if conn.login else conn.password)
+        mask(conn.password, token)
+        try:
+            return ApiSource(
+                base_url=base_url(conn.host, conn.schema, conn.port),
+                username=conn.login or None,
+                password=conn.password if conn.login else None,
+                token=token,
+                verify=tls_verify(extra, self.airflow_api_conn_id),
+                concurrency=int(extra.get("concurrency", 8)),
+                read_timeout=float(extra.get("timeout", 60)),
+                connect_timeout=float(extra.get("connect_timeout", 10)),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConnectionConfigError(
+                f"connection {self.airflow_api_conn_id!r} is not usable: {exc}"
+            ) from None
+
+    def get_conn(self, retry: RetryPolicy | None = None) -> AirflowApiClient:
+        return AirflowApiClient(self.get_source(), retry=retry)
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Detect the API, authenticate and read one page of DAGs."""
+        try:
+            with self.get_conn(RetryPolicy(max_attempts=2, budget=10)) as client:
+                info = client.connect()
+                page = client.get_json("/dags", {"limit": 1})
+        except CoreModelsError as exc:
+            return False, str(exc)
+        total = page.get("total_entries") if isinstance(page, dict) else None
+        return (
+            True,
+            f"Connected to Airflow {info.airflow_version or '?'} (API {info.api_version}): {total} DAGs",
+        )

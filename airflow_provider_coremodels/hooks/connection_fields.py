@@ -1,0 +1,51 @@
+"""Reading the fields and extras of an Airflow connection, shared by the provider's hooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_coremodels.errors import ConnectionConfigError
+
+
+def base_url(host: str | None, schema: str | None, port: int | None) -> str:
+    """``http://host:port[/path]`` from a connection's fields; a host may carry its own scheme and path."""
+    if not host:
+        raise ValueError("the connection has no host")
+    if "://" not in host:
+        host = f"{schema or 'http'}://{host}"
+    scheme, _, rest = host.partition("://")
+    authority, slash, path = rest.partition("/")
+    if port and ":" not in authority.rpartition("@")[2].rpartition("]")[2]:
+        authority = f"{authority}:{port}"
+    return f"{scheme}://{authority}{slash}{path}".rstrip("/")
+
+
+def extra_str(extra: dict[str, Any], key: str, conn_id: str) -> str | None:
+    value = extra.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ConnectionConfigError(f"connection {conn_id!r}: extra {key!r} must be a string")
+    return value
+
+
+def tls_verify(extra: dict[str, Any], conn_id: str) -> bool | str:
+    """TLS verification from the extras: a ``ca_bundle`` path, else ``verify`` (default true)."""
+    return extra_str(extra, "ca_bundle", conn_id) or _bool(extra.get("verify", True), "verify", conn_id)
+
+
+def _bool(value: Any, key: str, conn_id: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConnectionConfigError(f"connection {conn_id!r}: extra {key!r} must be true or false")
+
+
+def mask(*secrets: str | None) -> None:
+    """Register secrets with Airflow's masker, so no task log line can show them."""
+    from airflow.sdk.log import mask_secret
+
+    for secret in secrets:
+        if secret:
+            mask_secret(secret)

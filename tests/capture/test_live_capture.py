@@ -1,0 +1,283 @@
+"""Capture against a real Airflow 3.3 API server on 127.0.0.1 (SQLite, the example estate)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jwt
+import pytest
+from counting_proxy import CountingProxy
+from helpers import REPO, artifact_paths
+
+from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
+from airflow_provider_coremodels.cli.main import main
+from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
+
+pytestmark = pytest.mark.airflow_server
+
+ESTATE = REPO / "example_dags" / "estate"
+
+
+def fixture_document() -> dict:
+    """The audit of the recorded fixtures, with fileloc moved to this checkout.
+
+    The fixtures were recorded in a checkout at /work/main; a DAG's fileloc is an absolute
+    path, so a checkout elsewhere (CI) sees the same estate under another root.
+    """
+    recorded_root = json.loads(artifact_paths("airflow3")["dags"].read_bytes())["dags"][0]["fileloc"]
+    recorded_root = recorded_root[: recorded_root.index("/example_dags/")]
+    data = {
+        name: path.read_bytes().replace(
+            recorded_root.encode() + b"/example_dags/", str(REPO).encode() + b"/example_dags/"
+        )
+        for name, path in artifact_paths("airflow3").items()
+    }
+    estate = parse_artifacts(data["dags"], data["tasks"], data["datasets"])
+    return build_document(estate, audit(estate))
+
+
+def governed(document: dict) -> dict:
+    """What must match between a live capture and the recording: everything but provenance."""
+    return {key: value for key, value in document.items() if key != "state"} | {
+        "counts": document["state"]["counts"],
+        "facts": document["state"]["facts"],
+    }
+
+
+def cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "airflow_provider_coremodels", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        cwd=REPO,
+    )
+
+
+def test_capture_then_offline_audit_matches_the_recorded_fixtures(airflow_server, tmp_path: Path) -> None:
+    out = tmp_path / "captured"
+    result = cli(
+        "capture",
+        "--base-url",
+        airflow_server.base_url,
+        "--username",
+        airflow_server.username,
+        "--password-env",
+        "AF_PASSWORD",
+        "--out",
+        str(out),
+        env={"AF_PASSWORD": airflow_server.password},
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["dags.json", "datasets.json", "tasks.json"]
+    assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets: 10 requests, 0 retries, ")
+    assert airflow_server.password not in result.stdout + result.stderr
+
+    audited = cli(
+        "audit",
+        "--dags",
+        str(out / "dags.json"),
+        "--tasks",
+        str(out / "tasks.json"),
+        "--datasets",
+        str(out / "datasets.json"),
+        "--format",
+        "json",
+    )
+    assert audited.returncode == 0, audited.stderr
+    assert governed(json.loads(audited.stdout)) == governed(fixture_document())
+
+
+def test_captured_files_have_the_documented_shapes(airflow_server, tmp_path: Path) -> None:
+    source = ApiSource(
+        airflow_server.base_url, username=airflow_server.username, password=airflow_server.password
+    )
+    with AirflowApiClient(source) as client:
+        result = capture(client, keep_raw=True)
+    assert set(result.dags) == {"dags", "total_entries"}
+    assert result.dags["total_entries"] == len(result.dags["dags"]) == 6
+    assert all(set(response) >= {"tasks"} for response in result.tasks.values())
+    assert set(result.datasets) == {"assets", "total_entries"}
+    # raw objects are kept whole for --out: volatile fields included
+    assert "last_parsed_time" in result.dags["dags"][0]
+    assert result.state.api_version == "v2"
+    assert result.state.airflow_version == "3.3.2"
+    assert result.state.captured_at.endswith("Z")
+
+
+def test_reduced_capture_gives_the_same_snapshot_as_raw(airflow_server) -> None:
+    """Without --out, objects are cut down as they arrive; the snapshot must not change."""
+    source = ApiSource(
+        airflow_server.base_url, username=airflow_server.username, password=airflow_server.password
+    )
+    documents = []
+    for keep_raw in (True, False):
+        with AirflowApiClient(source) as client:
+            estate = capture(client, keep_raw=keep_raw).estate()
+        documents.append(build_document(estate, audit(estate)))
+    raw, reduced = documents
+    assert reduced["fingerprint"] == raw["fingerprint"]
+    assert governed(reduced) == governed(raw)
+    with AirflowApiClient(source) as client:
+        small = capture(client, keep_raw=False)
+    assert set(small.dags["dags"][0]) <= {
+        "dag_id",
+        "description",
+        "fileloc",
+        "tags",
+        "owners",
+        "is_paused",
+        "schedule_interval",
+        "timetable_summary",
+    }
+
+
+def test_request_count_is_the_minimum(airflow_server) -> None:
+    """version + token + 1 DAG page + 1 tasks request per DAG + 1 asset page, counted on the wire."""
+    with CountingProxy(airflow_server.base_url) as proxy:
+        source = ApiSource(proxy.base_url, username=airflow_server.username, password=airflow_server.password)
+        with AirflowApiClient(source) as client:
+            result = capture(client)
+        assert sorted(proxy.requests) == sorted(
+            [
+                ("GET", "/api/v2/version"),
+                ("POST", "/auth/token"),
+                ("GET", "/api/v2/dags?limit=100&offset=0&order_by=dag_id"),
+                ("GET", "/api/v2/assets?limit=100&offset=0&order_by=id"),
+            ]
+            + [("GET", f"/api/v2/dags/{dag_id}/tasks") for dag_id in sorted(result.tasks)]
+        )
+    assert result.summary.requests == 10
+    assert result.summary.retries == 0
+
+
+def test_wrong_password_exits_3_naming_url_and_status(airflow_server, tmp_path: Path) -> None:
+    canary = "canary-Wr0ng-pa55word"
+    result = cli(
+        "capture",
+        "--base-url",
+        airflow_server.base_url,
+        "--username",
+        "admin",
+        "--password-env",
+        "AF_PASSWORD",
+        "--out",
+        str(tmp_path),
+        env={"AF_PASSWORD": canary},
+    )
+    assert result.returncode == 3
+    assert result.stderr == (
+        f"error: authentication refused by {airflow_server.base_url}/auth/token: HTTP 401 "
+        "(check the username and password)\n"
+    )
+    assert canary not in result.stdout + result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_expired_token_is_renewed_once(airflow_server) -> None:
+    """A JWT that expires mid-capture is renewed with one POST /auth/token, and the capture completes."""
+    source = ApiSource(
+        airflow_server.base_url, username=airflow_server.username, password=airflow_server.password
+    )
+    with AirflowApiClient(source) as client:
+        client.connect()
+        claims = jwt.decode(client._bearer, options={"verify_signature": False})
+        claims.update(iat=int(time.time()) - 7200, nbf=int(time.time()) - 7200, exp=int(time.time()) - 3600)
+        client._bearer = jwt.encode(
+            claims, airflow_server.env["AIRFLOW__API_AUTH__JWT_SECRET"], algorithm="HS512"
+        )
+        result = capture(client)
+    assert result.summary.dags == 6
+    assert result.lossiness == []
+
+
+def test_a_rejected_static_token_is_an_auth_failure(airflow_server, tmp_path: Path) -> None:
+    result = cli(
+        "capture",
+        "--base-url",
+        airflow_server.base_url,
+        "--token-env",
+        "AF_TOKEN",
+        "--out",
+        str(tmp_path),
+        env={"AF_TOKEN": "not-a-jwt"},
+    )
+    assert result.returncode == 3
+    # Airflow 3 answers 403 to a token it cannot decode (401 is for an expired one); the DAG and
+    # asset lists are requested at once, so either may be the one that reports it
+    denied = re.escape(f"error: access denied by {airflow_server.base_url}/api/v2/") + r"(dags|assets)"
+    assert re.fullmatch(denied + r": HTTP 403: Invalid JWT token\n", result.stderr)
+    assert "not-a-jwt" not in result.stderr
+
+
+def test_airflow_cli_capture_with_a_connection(airflow_server, tmp_path: Path) -> None:
+    """`airflow coremodels capture --conn-id` with the connection from an AIRFLOW_CONN_* variable."""
+    connection = json.dumps(
+        {
+            "conn_type": "airflow_api",
+            "host": airflow_server.base_url,
+            "login": airflow_server.username,
+            "password": airflow_server.password,
+        }
+    )
+    env = {**os.environ, "AIRFLOW_CONN_AIRFLOW_API": connection, "AIRFLOW_HOME": str(tmp_path / "home")}
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    result = subprocess.run(
+        [airflow, "coremodels", "capture", "--conn-id", "airflow_api", "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets")
+    assert airflow_server.password not in result.stdout + result.stderr
+    assert json.loads((tmp_path / "out" / "dags.json").read_bytes())["total_entries"] == 6
+
+
+def test_python_m_capture_with_an_undefined_connection_exits_2(capsys, tmp_path: Path) -> None:
+    code = main(["capture", "--conn-id", "nowhere", "--out", str(tmp_path)])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "error: connection 'nowhere' is not defined: add it to Airflow or set AIRFLOW_CONN_NOWHERE\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def capped_server():
+    """A second real server whose pages hold at most 2 items."""
+    from airflow_server import AirflowApiServer
+
+    with AirflowApiServer(ESTATE, extra_env={"AIRFLOW__API__MAXIMUM_PAGE_LIMIT": "2"}) as server:
+        yield server
+
+
+def test_server_capping_pages_still_yields_every_dag_and_asset(capped_server) -> None:
+    with CountingProxy(capped_server.base_url) as proxy:
+        source = ApiSource(proxy.base_url, username=capped_server.username, password=capped_server.password)
+        with AirflowApiClient(source) as client:
+            result = capture(client)
+        dag_pages = sorted(path for _, path in proxy.requests if path.startswith("/api/v2/dags?"))
+        asset_pages = sorted(path for _, path in proxy.requests if path.startswith("/api/v2/assets?"))
+    assert sorted(d["dag_id"] for d in result.dags["dags"]) == [
+        "backfill_customers",
+        "customer_report",
+        "daily_revenue",
+        "legacy_cleanup",
+        "load_orders",
+        "sync_crm",
+    ]
+    assert len(result.datasets["assets"]) == 4
+    assert dag_pages == [f"/api/v2/dags?limit=100&offset={o}&order_by=dag_id" for o in (0, 2, 4)]
+    assert asset_pages == [f"/api/v2/assets?limit=100&offset={o}&order_by=id" for o in (0, 2)]
+    assert all("limit=0" not in path for _, path in proxy.requests)
+    assert result.summary.requests == 13  # version, token, 3 DAG pages, 6 tasks, 2 asset pages
+    estate = result.estate()
+    assert build_document(estate, audit(estate))["fingerprint"] == fixture_document()["fingerprint"]
