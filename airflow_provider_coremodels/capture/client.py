@@ -53,8 +53,12 @@ class ApiSource:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
 
 
-def strip_userinfo(url: str) -> tuple[str, str | None, str | None]:
-    """Split ``user:password@`` out of a URL, so it is never recorded with the URL."""
+def strip_userinfo(url: str, *, keep_query: bool = False) -> tuple[str, str | None, str | None]:
+    """Split ``user:password@`` out of a URL, so it is never recorded with the URL.
+
+    A base URL loses its query and trailing slash (paths are appended to it); an endpoint
+    (``keep_query``) keeps its path and query exactly.
+    """
     parts = urlsplit(url.strip())
     if not parts.scheme or not parts.netloc:
         raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
@@ -62,7 +66,10 @@ def strip_userinfo(url: str) -> tuple[str, str | None, str | None]:
     if ":" in host:  # IPv6
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port else host
-    clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+    if keep_query:
+        clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    else:
+        clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
     return clean, parts.username, parts.password
 
 

@@ -18,7 +18,8 @@ from airflow_provider_coremodels.errors import CoreModelsError
 log = logging.getLogger(__name__)
 
 #: Statuses worth another try: rate limiting and the gateway/overload family. 500 is included
-#: because the requests are idempotent GETs and Airflow answers 500 for transient database errors.
+#: because Airflow answers 500 for transient database errors, and every request retried is safe
+#: to repeat: capture's GETs, and the endpoint sink's POST, which carries an Idempotency-Key.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 

@@ -1,0 +1,59 @@
+"""``CoreModelsHook``: the endpoint a snapshot is pushed to, from a connection of type ``coremodels``.
+
+Host is the endpoint URL (scheme, port and path included); password is the bearer token.
+Extras: ``verify`` (true/false) or ``ca_bundle``, ``timeout``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk.bases.hook import BaseHook
+
+from airflow_provider_coremodels.capture import RetryPolicy
+from airflow_provider_coremodels.errors import ConnectionConfigError
+from airflow_provider_coremodels.hooks.connection_fields import base_url, mask, tls_verify
+from airflow_provider_coremodels.sinks.endpoint import EndpointSink
+
+
+class CoreModelsHook(BaseHook):
+    """Pushes snapshot documents to a CoreModels endpoint with a bearer token."""
+
+    conn_name_attr = "coremodels_conn_id"
+    default_conn_name = "coremodels_default"
+    conn_type = "coremodels"
+    hook_name = "CoreModels"
+
+    def __init__(self, coremodels_conn_id: str = default_conn_name, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.coremodels_conn_id = coremodels_conn_id
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        return {
+            "hidden_fields": ["schema", "login", "port"],
+            "relabeling": {"host": "Endpoint URL", "password": "API token"},
+            "placeholders": {
+                "host": "https://coremodels.example.com/api/connectors/airflow/snapshots",
+                "extra": '{"verify": true, "timeout": 60}',
+            },
+        }
+
+    def get_sink(self, url: str | None = None, retry: RetryPolicy | None = None) -> EndpointSink:
+        """An endpoint sink for ``url`` (default: the connection's host) with the connection's token."""
+        conn = self.get_connection(self.coremodels_conn_id)
+        extra = conn.extra_dejson
+        mask(conn.password)
+        try:
+            endpoint = url or base_url(conn.host, conn.schema or "https", conn.port)
+            return EndpointSink(
+                endpoint,
+                token=conn.password or None,
+                verify=tls_verify(extra, self.coremodels_conn_id),
+                timeout=float(extra.get("timeout", 60)),
+                retry=retry,
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConnectionConfigError(
+                f"connection {self.coremodels_conn_id!r} is not usable: {exc}"
+            ) from None

@@ -1,0 +1,48 @@
+"""What every sink does: give back its stored baseline, and store a new snapshot document."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_coremodels.core.document import Document
+
+
+@dataclass(frozen=True)
+class SinkResult:
+    """Where one push went: ``written`` lists what was stored (paths or URLs, no credentials)."""
+
+    sink: str
+    unchanged: bool
+    written: list[str] = field(default_factory=list)
+    baseline_replaced: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "sink": self.sink,
+            "unchanged": self.unchanged,
+            "written": list(self.written),
+            "baselineReplaced": self.baseline_replaced,
+        }
+
+
+class Sink(abc.ABC):
+    """A destination for snapshot documents. ``uri`` is safe to print: it carries no secret."""
+
+    uri: str
+
+    @abc.abstractmethod
+    def read_baseline(self) -> bytes | None:
+        """The stored latest document's bytes, or None when there is none yet."""
+
+    @abc.abstractmethod
+    def push(self, document: Document) -> SinkResult:
+        """Store ``document`` (cut down to what may be stored when it is over the cap)."""
+
+
+def history_name(document: Document) -> str:
+    """``<capturedAt>-<fingerprint>.json`` with the time in a form every store accepts (no colons)."""
+    captured_at = (document.get("state") or {}).get("capturedAt") or "unknown-time"
+    stamp = captured_at.replace("-", "").replace(":", "")
+    return f"{stamp}-{document['fingerprint']}.json"

@@ -1,0 +1,115 @@
+"""The HTTP endpoint sink: POST the snapshot document to CoreModels (or any endpoint).
+
+The body is the document as gzip-encoded JSON; ``Idempotency-Key`` is the fingerprint, so a
+retried or repeated push of an unchanged estate is recognisably the same push. Transient
+failures are retried as in capture; on a 4xx the server's own error message is surfaced.
+Redirects are not followed: HTTP clients turn a redirected POST into a GET without the body,
+which would report a push that never arrived.
+An endpoint keeps no baseline that this sink can read back; the server may answer
+``{"unchanged": true}`` to say it already held this fingerprint.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+
+import requests
+
+from airflow_provider_coremodels import __version__
+from airflow_provider_coremodels.capture.client import redact_url, strip_userinfo
+from airflow_provider_coremodels.capture.retry import Deadline, RetryPolicy, send_with_retries
+from airflow_provider_coremodels.core.document import Document, encode, for_storage
+from airflow_provider_coremodels.errors import SinkError
+from airflow_provider_coremodels.sinks.base import Sink, SinkResult
+
+log = logging.getLogger(__name__)
+
+
+class EndpointSink(Sink):
+    """``POST`` to an ``http://`` or ``https://`` URL with an optional bearer token."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        verify: bool | str = True,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.uri, username, password = strip_userinfo(url, keep_query=True)
+        # Credentials written into the URL are used (as basic auth), but never recorded with it.
+        self._auth = (username, password or "") if username and not token else None
+        self._token = token
+        self._verify = verify
+        self._timeout = timeout
+        self._retry = retry or RetryPolicy()
+
+    def __repr__(self) -> str:
+        return f"EndpointSink({self.uri!r})"
+
+    def read_baseline(self) -> bytes | None:
+        return None
+
+    def push(self, document: Document) -> SinkResult:
+        stored = for_storage(document)
+        headers = {
+            "Content-Type": "application/json",
+            "Content-Encoding": "gzip",
+            "Idempotency-Key": document["fingerprint"],
+            "User-Agent": f"airflow-provider-coremodels/{__version__}",
+        }
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        with requests.Session() as session:
+            session.verify = self._verify
+            session.auth = self._auth
+            response, _ = send_with_retries(
+                session,
+                "POST",
+                self.uri,
+                policy=self._retry,
+                deadline=Deadline(self._retry.budget),
+                error=SinkError,
+                data=gzip.compress(encode(stored)),
+                headers=headers,
+                timeout=(10.0, self._timeout),
+                allow_redirects=False,
+            )
+        if response.is_redirect or response.is_permanent_redirect:
+            target = redact_url(response.headers.get("Location", "an unnamed location"))
+            raise SinkError(
+                f"sink {self.uri} answered HTTP {response.status_code}, a redirect to {target}: "
+                "point the sink at the final URL (a redirected POST would lose its body)"
+            )
+        if response.status_code >= 400:
+            raise SinkError(
+                f"sink {self.uri} refused the snapshot: HTTP {response.status_code}{_message(response)}"
+            )
+        unchanged = _answer(response).get("unchanged") is True
+        log.info("sink %s: HTTP %s%s", self.uri, response.status_code, " (unchanged)" if unchanged else "")
+        return SinkResult(
+            self.uri,
+            unchanged=unchanged,
+            written=[] if unchanged else [self.uri],
+            baseline_replaced=stored is document and not unchanged,
+        )
+
+
+def _answer(response: requests.Response) -> dict[str, object]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _message(response: requests.Response) -> str:
+    """The server's error message: a JSON ``detail``/``message``/``error``, else the start of the text."""
+    body = _answer(response)
+    for key in ("detail", "message", "error"):
+        if isinstance(body.get(key), str) and body[key]:
+            return f": {body[key]}"
+    text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
+    return f": {text}" if text else ""
