@@ -56,6 +56,52 @@ def _tail(path: Path, lines: int = 60) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def home_env(home: Path, dags_folder: str | os.PathLike[str]) -> dict[str, str]:
+    """The environment of an Airflow with its home, SQLite database and DAG folder, and no examples.
+
+    Everything ``AIRFLOW__*`` from the calling environment is dropped, so a developer's own
+    Airflow settings never leak into a test.
+    """
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("AIRFLOW__") and key not in ("AIRFLOW_HOME", "AIRFLOW_CONFIG")
+    }
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{Path(home) / 'airflow.db'}",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(Path(home) / "logs"),
+            # DAG owners are ", ".join(set(task owners)): a fixed hash seed makes their order
+            # (and so the recorded fixtures) reproducible.
+            "PYTHONHASHSEED": "0",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return env
+
+
+def migrated_home(home: Path, dags_folder: str | os.PathLike[str]) -> dict[str, str]:
+    """An Airflow home with a migrated SQLite database (no server): where ``dag.test()`` can run."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = home_env(home, dags_folder)
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if result.returncode != 0:
+        raise AirflowServerError(f"airflow db migrate failed:\n{result.stderr[-3000:]}")
+    return env
+
+
 class AirflowApiServer:
     """A real ``airflow api-server`` on 127.0.0.1 with a throw-away SQLite database.
 
@@ -162,31 +208,15 @@ class AirflowApiServer:
         passwords_file = self.home / "simple_auth_manager_passwords.json"
         passwords_file.write_text(json.dumps({self.username: self.password}))
 
-        env = {
-            key: value
-            for key, value in os.environ.items()
-            if not key.startswith("AIRFLOW__") and key not in ("AIRFLOW_HOME", "AIRFLOW_CONFIG")
-        }
+        env = home_env(self.home, self.dags_folder)
         env.update(
             {
-                "AIRFLOW_HOME": str(self.home),
-                "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
-                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-                "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
-                "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
-                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
                 "AIRFLOW__CORE__AUTH_MANAGER": AUTH_MANAGER,
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file),
                 "AIRFLOW__API__SECRET_KEY": "coremodels-test-api-secret-key",
                 "AIRFLOW__API_AUTH__JWT_SECRET": "coremodels-test-jwt-secret-" + "0123456789abcdef" * 4,
                 "AIRFLOW__API__BASE_URL": self.base_url,
-                "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(self.home / "logs"),
-                # DAG owners are ", ".join(set(task owners)): a fixed hash seed makes their order
-                # (and so the recorded fixtures) reproducible.
-                "PYTHONHASHSEED": "0",
-                "PYTHONUNBUFFERED": "1",
             }
         )
         env.update(self.extra_env)

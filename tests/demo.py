@@ -1,11 +1,15 @@
-"""The local demo: a real Airflow 3 serving the example estate, captured and audited.
+"""The local demo: a real Airflow 3 serving the example estate, exported and audited.
 
-Run with ``make demo`` (it creates the virtualenv first). Starts a real ``airflow api-server``
-on 127.0.0.1 with SQLite and example_dags/estate as its DAG folder, defines the connection
-``airflow_api`` in the environment, runs ``airflow coremodels capture`` into
-./coremodels-out/artifacts/ and ``airflow coremodels audit`` on what it saved (the findings
-table in the terminal, the snapshot document in ./coremodels-out/snapshot.json), then stops
-everything it started.
+Run with ``make demo`` (it creates the virtualenv first). It starts a real ``airflow api-server``
+on 127.0.0.1 with SQLite and example_dags/ as its DAG folder (the estate and the export DAG),
+defines the connection ``airflow_api`` in the environment, and then:
+
+1. ``airflow coremodels export --conn-id airflow_api --sink ./coremodels-out`` prints the
+   findings table and writes ./coremodels-out/latest.json and history/;
+2. ``airflow dags test coremodels_export`` runs the export DAG once, so the findings show in a
+   task log (same estate, so it reports ``unchanged``);
+
+and stops everything it started. Run it twice: the second run's export reports ``unchanged``.
 """
 
 from __future__ import annotations
@@ -23,32 +27,29 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "coremodels-out"
 
 
-def airflow(*args: str, env: dict[str, str], capture: bool = False) -> bytes:
-    print("$ airflow " + " ".join(args), flush=True)
-    command = [str(Path(sys.executable).with_name("airflow")), *args]
-    return subprocess.run(command, env=env, check=True, capture_output=capture).stdout
+def airflow(*args: str, env: dict[str, str]) -> None:
+    print("\n$ airflow " + " ".join(args), flush=True)
+    subprocess.run([str(Path(sys.executable).with_name("airflow")), *args], env=env, check=True)
 
 
 def main() -> int:
-    artifacts = OUT / "artifacts"
     print("starting a real Airflow API server on 127.0.0.1 with the example estate ...", flush=True)
-    with AirflowApiServer(REPO / "example_dags" / "estate") as server:
-        print(f"  up at {server.base_url}\n", flush=True)
+    with AirflowApiServer(REPO / "example_dags") as server:
+        print(f"  up at {server.base_url}", flush=True)
         connection = {
             "conn_type": "airflow_api",
             "host": server.base_url,
             "login": server.username,
             "password": server.password,
         }
-        env = {**server.env, "AIRFLOW_CONN_AIRFLOW_API": json.dumps(connection)}
-        airflow("coremodels", "capture", "--conn-id", "airflow_api", "--out", str(artifacts), env=env)
-    print("\nthe server is stopped; the audit needs only the captured files\n", flush=True)
-
-    files = [f"--{name}={artifacts / f'{name}.json'}" for name in ("dags", "tasks", "datasets")]
-    airflow("coremodels", "audit", *files, env=env)
-    snapshot = airflow("coremodels", "audit", *files, "--format", "json", env=env, capture=True)
-    (OUT / "snapshot.json").write_bytes(snapshot)
-    print(f"\nsnapshot document: {(OUT / 'snapshot.json').relative_to(REPO)}")
+        env = {
+            **server.env,
+            "AIRFLOW_CONN_AIRFLOW_API": json.dumps(connection),
+            "AIRFLOW_VAR_COREMODELS_SINKS": str(OUT),
+        }
+        airflow("coremodels", "export", "--conn-id", "airflow_api", "--sink", str(OUT), env=env)
+        airflow("dags", "test", "coremodels_export", env=env)
+    print(f"\nthe server is stopped. The snapshot: {OUT.relative_to(REPO)}/latest.json and history/")
     return 0
 
 

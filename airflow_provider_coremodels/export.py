@@ -1,0 +1,102 @@
+"""Export, the job the operator and ``airflow coremodels export`` run: capture, audit, push.
+
+The sinks' stored baseline (the first sink that has one) is read before anything is written,
+so coverage and drift compare against the previous export; then every sink gets the document.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_coremodels.capture import AirflowApiClient, CaptureSummary, capture
+from airflow_provider_coremodels.capture.crawl import ProgressCallback
+from airflow_provider_coremodels.core import (
+    DEFAULT_MAX_SNAPSHOT_BYTES,
+    Baseline,
+    Estate,
+    Lossiness,
+    audit,
+    build_document,
+    load_document,
+)
+from airflow_provider_coremodels.core.document import Document
+from airflow_provider_coremodels.errors import SnapshotDocumentError
+from airflow_provider_coremodels.sinks import Sink, SinkResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    document: Document
+    capture: CaptureSummary
+    sinks: list[SinkResult]
+
+    @property
+    def unchanged(self) -> bool:
+        """True when every sink already held this fingerprint."""
+        return bool(self.sinks) and all(result.unchanged for result in self.sinks)
+
+    def summary(self) -> dict[str, Any]:
+        """A compact, JSON-safe summary: what the operator returns to XCom."""
+        findings = Counter(f["severity"] for f in self.document["findings"] if not f.get("waived"))
+        return {
+            "fingerprint": self.document["fingerprint"],
+            "facts": dict(self.document["state"]["facts"]),
+            "findings": dict(sorted(findings.items())),
+            "lineageEdgesSkipped": self.document["lineageEdgesSkipped"],
+            "snapshotStored": self.document["snapshotStored"],
+            "unchanged": self.unchanged,
+            "sinks": [result.as_dict() for result in self.sinks],
+        }
+
+    def summary_line(self) -> str:
+        sinks = (
+            ", ".join(f"{r.sink} ({'unchanged' if r.unchanged else 'written'})" for r in self.sinks)
+            or "no sink"
+        )
+        state = "unchanged" if self.unchanged else "changed"
+        return f"export: fingerprint {self.document['fingerprint']} {state}; {sinks}"
+
+
+def export(
+    client: AirflowApiClient,
+    sinks: Sequence[Sink],
+    *,
+    max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
+    progress: ProgressCallback | None = None,
+) -> ExportResult:
+    """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink."""
+    captured = capture(client, progress=progress)
+    log.info("%s", captured.summary.line())
+    estate = captured.estate()
+    baseline, estate, missing = _baseline(sinks, estate)
+    result = audit(estate, baseline, no_baseline=missing)
+    document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)
+    pushed = [sink.push(document) for sink in sinks]
+    return ExportResult(document, captured.summary, pushed)
+
+
+def _baseline(sinks: Sequence[Sink], estate: Estate) -> tuple[Baseline | None, Estate, str]:
+    """The first stored baseline among the sinks; an unreadable one becomes a lossiness record.
+
+    Returns the baseline (or None), the estate (with that record), and why there is none.
+    """
+    for sink in sinks:
+        data = sink.read_baseline()
+        if data is None:
+            continue
+        try:
+            return load_document(data).as_baseline(), estate, ""
+        except SnapshotDocumentError as exc:
+            record = Lossiness(
+                "baseline", f"the baseline at {sink.uri} is unusable ({exc}); it will be replaced"
+            )
+            estate = dataclasses.replace(estate, lossiness=(*estate.lossiness, record))
+            return None, estate, f"the baseline at {sink.uri} is unusable"
+    return None, estate, "no baseline stored at the sinks yet" if sinks else "no sink to keep a baseline"

@@ -1,0 +1,109 @@
+"""``CoreModelsExportOperator``: capture this deployment's estate, audit it, push the snapshot.
+
+Findings are logged one per line in the task log; the XCom is a compact JSON-safe summary.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowException
+
+from airflow_provider_coremodels.core.audit import FAIL_ON, failing_findings
+from airflow_provider_coremodels.core.document import DEFAULT_MAX_SNAPSHOT_BYTES
+from airflow_provider_coremodels.core.render import finding_line, findings_count_line, summary_line
+from airflow_provider_coremodels.errors import CoreModelsError
+from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+LOG_LEVEL = {"Info": logging.INFO, "Warning": logging.WARNING, "Error": logging.ERROR}
+
+
+class CoreModelsExportOperator(BaseOperator):
+    """Export the estate of the Airflow deployment behind ``airflow_api_conn_id`` to ``sinks``.
+
+    :param sinks: where to push the snapshot: local paths or ``file://`` URIs, object storage URIs
+        (``s3://bucket/prefix``, with ``sink_conn_id``), or ``http(s)://`` endpoints (with
+        ``coremodels_conn_id`` for the token). A string is a comma-separated list (templated).
+    :param airflow_api_conn_id: the ``airflow_api`` connection of the deployment's REST API.
+    :param sink_conn_id: the connection object-storage sinks use.
+    :param coremodels_conn_id: the ``coremodels`` connection whose password is the endpoint token.
+    :param fail_on: ``never``, ``info``, ``warning`` or ``error``: fail the task, after pushing,
+        when a finding at or above this severity remains.
+    :param max_snapshot_bytes: the snapshot cap.
+    """
+
+    template_fields: Sequence[str] = (
+        "sinks",
+        "airflow_api_conn_id",
+        "sink_conn_id",
+        "coremodels_conn_id",
+        "fail_on",
+    )
+    ui_color = "#e8f1fb"
+
+    def __init__(
+        self,
+        *,
+        sinks: str | Sequence[str],
+        airflow_api_conn_id: str = AirflowApiHook.default_conn_name,
+        sink_conn_id: str | None = None,
+        coremodels_conn_id: str | None = None,
+        fail_on: str = "never",
+        max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.sinks = sinks
+        self.airflow_api_conn_id = airflow_api_conn_id
+        self.sink_conn_id = sink_conn_id
+        self.coremodels_conn_id = coremodels_conn_id
+        self.fail_on = fail_on
+        self.max_snapshot_bytes = max_snapshot_bytes
+
+    @cached_property
+    def hook(self) -> AirflowApiHook:
+        return AirflowApiHook(self.airflow_api_conn_id)
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_coremodels.export import export
+        from airflow_provider_coremodels.sinks import open_sink
+
+        if self.fail_on not in FAIL_ON:
+            raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
+        uris = self.sinks.split(",") if isinstance(self.sinks, str) else list(self.sinks)
+        uris = [uri.strip() for uri in uris if uri.strip()]
+        try:
+            sinks = [
+                open_sink(uri, sink_conn_id=self.sink_conn_id, coremodels_conn_id=self.coremodels_conn_id)
+                for uri in uris
+            ]
+            with self.hook.get_conn() as client:
+                result = export(client, sinks, max_snapshot_bytes=self.max_snapshot_bytes)
+        except CoreModelsError as exc:
+            raise AirflowException(str(exc)) from exc
+
+        document = result.document
+        self.log.info("%s", result.capture.line())
+        self.log.info("%s", summary_line(document))
+        self.log.info("%s", findings_count_line(document["findings"]))
+        for finding in document["findings"]:
+            self.log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding))
+        for record in document["lossiness"]:
+            self.log.warning("lossiness: %s: %s", record["artifact"], record["message"])
+        self.log.info("%s", result.summary_line())
+
+        summary = result.summary()
+        failing = failing_findings(document["findings"], self.fail_on)
+        if failing:
+            raise AirflowException(
+                f"{len(failing)} finding(s) at or above {self.fail_on}; the snapshot was pushed "
+                f"(fingerprint {summary['fingerprint']})"
+            )
+        return summary

@@ -1,0 +1,107 @@
+"""``export``: capture, audit against the sinks' baseline, print, push; against a real API server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+
+pytestmark = pytest.mark.airflow_server
+
+
+def export(server, *argv: str, password: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AF_PASSWORD": password or server.password}
+    command = [
+        sys.executable, "-m", "airflow_provider_coremodels", "export", "--base-url", server.base_url,
+        "--username", server.username, "--password-env", "AF_PASSWORD", *argv,
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+
+
+def test_export_prints_findings_pushes_and_then_reports_unchanged(airflow_server, tmp_path: Path) -> None:
+    sink = tmp_path / "out"
+    first = export(airflow_server, "--sink", str(sink))
+    assert first.returncode == 0, first.stderr
+    assert "coverage and drift: not evaluated (no baseline stored at the sinks yet)" in first.stdout
+    assert "Warning   Conformance  paused-producer     s3://lake/orders.parquet" in first.stdout
+    document = json.loads((sink / "latest.json").read_bytes())
+    assert first.stdout.rstrip().endswith(
+        f"export: fingerprint {document['fingerprint']} changed; {sink} (written)"
+    )
+
+    second = export(airflow_server, "--sink", str(sink))
+    assert second.returncode == 0, second.stderr
+    assert f"coverage and drift: evaluated against baseline {document['fingerprint']}" in second.stdout
+    assert second.stdout.rstrip().endswith(
+        f"export: fingerprint {document['fingerprint']} unchanged; {sink} (unchanged)"
+    )
+    assert len(list((sink / "history").iterdir())) == 1
+
+
+def test_export_json_keeps_stdout_for_the_document(airflow_server, tmp_path: Path) -> None:
+    result = export(airflow_server, "--sink", str(tmp_path / "a"), "--sink", f"file://{tmp_path / 'b'}",
+                    "--format", "json", "--fail-on", "warning")  # fmt: skip
+    assert result.returncode == 1  # three warnings
+    document = json.loads(result.stdout)
+    assert document["state"]["apiVersion"] == "v2"
+    assert document["state"]["capturedAt"].endswith("Z")
+    assert (tmp_path / "a" / "latest.json").read_bytes() == (tmp_path / "b" / "latest.json").read_bytes()
+    assert "export: fingerprint" in result.stderr
+
+
+def test_drift_against_the_stored_baseline(airflow_server, tmp_path: Path) -> None:
+    """The sink's latest.json is the baseline: a task that vanished since is reported as removed."""
+    sink = tmp_path / "out"
+    export(airflow_server, "--sink", str(sink))
+    baseline = json.loads((sink / "latest.json").read_bytes())
+    legacy = next(d for d in baseline["datasets"] if d["identity"] == "legacy_cleanup")
+    legacy["fields"].append({**legacy["fields"][0], "name": "vacuum"})
+    (sink / "latest.json").write_text(json.dumps(baseline))
+
+    result = export(airflow_server, "--sink", str(sink), "--format", "json")
+    drift = [
+        (f["code"], f["subject"]) for f in json.loads(result.stdout)["findings"] if f["section"] == "Drift"
+    ]
+    assert drift == [("field-removed", "legacy_cleanup.vacuum")]
+
+
+def test_an_unreadable_baseline_is_lossiness_and_is_replaced(airflow_server, tmp_path: Path) -> None:
+    sink = tmp_path / "out"
+    sink.mkdir()
+    (sink / "latest.json").write_text("{ half a docu")
+    result = export(airflow_server, "--sink", str(sink), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert document["baseline"]["reason"] == f"the baseline at {sink} is unusable"
+    assert document["lossiness"][-1]["artifact"] == "baseline"
+    assert json.loads((sink / "latest.json").read_bytes())["fingerprint"] == document["fingerprint"]
+
+
+def test_capture_failure_exits_3_and_no_sink_is_written(airflow_server, tmp_path: Path) -> None:
+    sink = tmp_path / "out"
+    result = export(airflow_server, "--sink", str(sink), password="wrong-canary-pw")
+    assert result.returncode == 3
+    assert result.stderr.strip().splitlines()[-1].startswith("error: authentication refused by")
+    assert "wrong-canary-pw" not in result.stdout + result.stderr
+    assert not sink.exists()
+
+
+def test_snapshot_cap_keeps_the_baseline(airflow_server, tmp_path: Path) -> None:
+    sink = tmp_path / "out"
+    export(airflow_server, "--sink", str(sink))
+    before = (sink / "latest.json").read_bytes()
+    # an added DAG would change the fingerprint; a tiny cap on the same estate must not replace latest.json
+    (sink / "latest.json").write_bytes(before.replace(b'"fingerprint":"', b'"fingerprint":"0', 1))
+    edited = (sink / "latest.json").read_bytes()
+    result = export(airflow_server, "--sink", str(sink), "--max-snapshot-bytes", "1000", "--format", "json")
+    document = json.loads(result.stdout)
+    assert document["snapshotStored"] is False
+    assert (sink / "latest.json").read_bytes() == edited
+    stored = [json.loads(p.read_bytes()) for p in (sink / "history").iterdir()]
+    [capped] = [doc for doc in stored if not doc["snapshotStored"]]
+    assert "datasets" not in capped and "lineage" not in capped

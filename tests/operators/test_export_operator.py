@@ -1,0 +1,136 @@
+"""CoreModelsExportOperator end to end: dag.test() of the example export DAG against a real API server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from airflow_server import migrated_home
+from helpers import REPO
+
+pytestmark = pytest.mark.airflow_server
+
+RUNNER = Path(__file__).with_name("dag_test_runner.py")
+CANARY = "canary-S3cr3t-pw-2f9c"
+
+
+@pytest.fixture(scope="module")
+def runner_env(tmp_path_factory, airflow_server):
+    """A separate Airflow home (migrated SQLite) whose DAG folder holds only the export DAG."""
+    home = tmp_path_factory.mktemp("runner")
+    dags = home / "dags"
+    dags.mkdir()
+    shutil.copy(REPO / "example_dags" / "coremodels_export.py", dags)
+    env = migrated_home(home, dags)
+    connection = {
+        "conn_type": "airflow_api",
+        "host": airflow_server.base_url,
+        "login": airflow_server.username,
+        "password": airflow_server.password,
+    }
+    env["AIRFLOW_CONN_AIRFLOW_API"] = json.dumps(connection)
+    return env
+
+
+def dag_test(env: dict[str, str], sinks: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
+    env = {**env, "AIRFLOW_VAR_COREMODELS_SINKS": sinks, **extra_env}
+    dag_file = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "coremodels_export.py"
+    return subprocess.run(
+        [sys.executable, str(RUNNER), str(dag_file)], env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def marker(output: str, name: str) -> str:
+    return next(line[len(name) + 1 :] for line in output.splitlines() if line.startswith(name + " "))
+
+
+def test_export_dag_logs_findings_and_returns_a_summary(runner_env, tmp_path: Path) -> None:
+    out = tmp_path / "sink"
+    result = dag_test(runner_env, str(out))
+    assert marker(result.stdout, "STATE") == "success success", result.stdout[-3000:] + result.stderr[-3000:]
+    log = result.stdout + result.stderr
+
+    # the task log: a summary line, then one line per finding with severity, code, subject, message, detail
+    assert "6 DAGs (2 paused) · 4 assets · 11 tasks · 7 lineage edges (0 external) · fingerprint" in log
+    assert (
+        "Warning paused-producer s3://lake/orders.parquet: Every producer of this asset is paused "
+        "while active DAGs still consume it — consumers will silently run on stale data."
+        " (producers: load_orders; active consumers: daily_revenue)" in log
+    )
+    assert "Info dag-no-description legacy_cleanup: DAG has no description" in log
+
+    summary = json.loads(marker(result.stdout, "XCOM"))
+    document = json.loads((out / "latest.json").read_bytes())
+    assert summary == {
+        "fingerprint": document["fingerprint"],
+        "facts": {"dags": 6, "pausedDags": 2, "assets": 4, "tasks": 11},
+        "findings": {"Info": 1, "Warning": 3},
+        "lineageEdgesSkipped": 0,
+        "snapshotStored": True,
+        "unchanged": False,
+        "sinks": [
+            {
+                "sink": str(out),
+                "unchanged": False,
+                "written": [str(next((out / "history").iterdir())), str(out / "latest.json")],
+                "baselineReplaced": True,
+            }
+        ],
+    }
+    assert document["state"]["airflowVersion"] == "3.3.2"
+
+
+def test_second_run_is_unchanged(runner_env, tmp_path: Path) -> None:
+    out = tmp_path / "sink"
+    first = dag_test(runner_env, str(out))
+    second = dag_test(runner_env, str(out))
+    assert marker(second.stdout, "STATE") == "success success", second.stderr[-3000:]
+    assert json.loads(marker(first.stdout, "XCOM"))["unchanged"] is False
+    assert json.loads(marker(second.stdout, "XCOM"))["unchanged"] is True
+    assert len(list((out / "history").iterdir())) == 1
+
+
+def test_fail_on_fails_the_task_after_pushing(runner_env, tmp_path: Path) -> None:
+    """fail_on='warning' (through a patched copy of the DAG) fails the task, yet the snapshot is stored."""
+    dags = Path(runner_env["AIRFLOW__CORE__DAGS_FOLDER"])
+    strict = tmp_path / "dags"
+    strict.mkdir()
+    text = (dags / "coremodels_export.py").read_text().replace('fail_on="never"', 'fail_on="warning"')
+    (strict / "coremodels_export.py").write_text(text)
+    out = tmp_path / "sink"
+    result = dag_test({**runner_env, "AIRFLOW__CORE__DAGS_FOLDER": str(strict)}, str(out))
+    assert marker(result.stdout, "STATE") == "failed failed"
+    assert "3 finding(s) at or above warning; the snapshot was pushed" in result.stdout + result.stderr
+    assert (out / "latest.json").exists()
+
+
+def test_secrets_never_reach_logs_xcom_or_snapshots(runner_env, airflow_server, tmp_path: Path) -> None:
+    """The connection's password is masked in the task log, and absent from XCom and the sink."""
+    out = tmp_path / "sink"
+    result = dag_test(runner_env, str(out))
+    password = airflow_server.password
+    assert password not in result.stdout + result.stderr
+    assert password not in marker(result.stdout, "XCOM")
+    for path in out.rglob("*.json"):
+        assert password.encode() not in path.read_bytes()
+
+
+def test_a_refused_password_fails_the_task_without_leaking_it(
+    runner_env, airflow_server, tmp_path: Path
+) -> None:
+    connection = {
+        "conn_type": "airflow_api",
+        "host": airflow_server.base_url,
+        "login": airflow_server.username,
+        "password": CANARY,
+    }
+    result = dag_test(runner_env, str(tmp_path / "sink"), AIRFLOW_CONN_AIRFLOW_API=json.dumps(connection))
+    assert marker(result.stdout, "STATE") == "failed failed"
+    log = result.stdout + result.stderr
+    assert "authentication refused by" in log
+    assert CANARY not in log
+    assert not (tmp_path / "sink").exists()
