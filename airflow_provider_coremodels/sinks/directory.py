@@ -35,6 +35,9 @@ HISTORY = "history"
 class DirectorySink(Sink):
     """The layout over any path-like root with ``/``, ``read_bytes``, ``write_bytes`` and ``mkdir``."""
 
+    #: What the store raises when it fails: reported as a SinkError naming the sink.
+    store_errors: tuple[type[Exception], ...] = (OSError,)
+
     def __init__(self, root: Any, uri: str) -> None:
         self.root = root
         self.uri = uri
@@ -44,14 +47,16 @@ class DirectorySink(Sink):
             return self._read(self.root / LATEST)
         except FileNotFoundError:
             return None
-        except OSError as exc:
+        except self.store_errors as exc:
             raise SinkError(f"sink {self.uri}: cannot read {LATEST}: {exc}") from None
 
     def push(self, document: Document) -> SinkResult:
         try:
             with self._locked():
                 return self._push(document)
-        except OSError as exc:
+        except SinkError:
+            raise
+        except self.store_errors as exc:
             raise SinkError(f"sink {self.uri}: {exc}") from None
 
     def _push(self, document: Document) -> SinkResult:
@@ -114,13 +119,21 @@ class ObjectStorageSink(DirectorySink):
     """Object storage through Airflow's ObjectStoragePath (``s3://``, ``gs://``, ...).
 
     An object store's PUT replaces an object whole, so readers never see a partial
-    ``latest.json``; there is no lock, so of two concurrent exports the last one wins.
+    ``latest.json``; there is no lock, so of two concurrent exports the last one wins. There
+    are no directories to make either, and making one could create a mistyped bucket: a
+    missing bucket is an error. Store clients raise their own exception types (botocore's
+    are not OSErrors), so any failure of the store becomes a SinkError.
     """
+
+    store_errors = (Exception,)
 
     def __init__(self, uri: str, conn_id: str | None = None) -> None:
         from airflow.sdk import ObjectStoragePath
 
         super().__init__(ObjectStoragePath(uri, conn_id=conn_id), uri)
+
+    def _mkdir(self, path: Any) -> None:
+        return None
 
 
 def _fingerprint_of(data: bytes | None) -> str | None:

@@ -1,0 +1,348 @@
+"""The object-storage sink against a real S3-compatible server on 127.0.0.1: nothing is mocked.
+
+A moto server runs in a thread for this module. The sink reaches it the way a deployment
+would: Airflow's ``ObjectStoragePath`` resolves an ``aws`` connection (given as an
+``AIRFLOW_CONN_<ID>`` variable whose extra points ``endpoint_url`` at the server) through the
+amazon provider's s3 filesystem (s3fs). What the sink stored is read back with boto3,
+straight from the server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from helpers import document_for
+from moto import settings as moto_settings
+from moto.server import ThreadedMotoServer
+
+from airflow_provider_coremodels.core.document import encode, for_storage
+from airflow_provider_coremodels.errors import SinkError
+from airflow_provider_coremodels.sinks import ObjectStorageSink, open_sink
+
+BUCKET = "coremodels-snapshots"
+REGION = "us-east-1"
+ACCESS_KEY = "AKIACOREMODELSTEST01"
+SECRET_KEY = "coremodels-test-secret-0123456789"
+SECRETS = (ACCESS_KEY, SECRET_KEY)
+CAPTURED_AT = "2026-11-29T06:00:00Z"
+LATER = "2026-11-30T06:00:00Z"
+
+
+# -- the server ----------------------------------------------------------------------------
+
+
+def aws_connection(endpoint: str, **extra: Any) -> str:
+    """An ``aws`` connection in Airflow's JSON form: fake keys, the local endpoint."""
+    return json.dumps(
+        {
+            "conn_type": "aws",
+            "login": ACCESS_KEY,
+            "password": SECRET_KEY,
+            "extra": {"endpoint_url": endpoint, "region_name": REGION, **extra},
+        }
+    )
+
+
+def new_conn_id() -> str:
+    # Airflow caches one filesystem per (scheme, conn_id) for the whole process: a fresh id
+    # keeps this module's connections from meeting a cached store pointing elsewhere.
+    return f"coremodels_test_s3_{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True)
+class S3Store:
+    endpoint: str
+    conn_id: str
+    client: Any  # a boto3 S3 client on the local server
+
+    def keys(self, prefix: str, bucket: str = BUCKET) -> list[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/")
+        return sorted(obj["Key"] for page in pages for obj in page.get("Contents", []))
+
+    def get(self, key: str) -> bytes:
+        data: bytes = self.client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        return data
+
+    def sink(self, prefix: str) -> ObjectStorageSink:
+        return ObjectStorageSink(f"s3://{BUCKET}/{prefix}", conn_id=self.conn_id)
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Store]:
+    """A moto S3 server on 127.0.0.1 (a free port) with one bucket, and a connection to it."""
+    werkzeug = logging.getLogger("werkzeug")  # one log line per request: keep failures readable
+    level = werkzeug.level
+    werkzeug.setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name=REGION,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+        )
+        client.create_bucket(Bucket=BUCKET)
+        conn_id = new_conn_id()
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", aws_connection(endpoint))
+            yield S3Store(endpoint, conn_id, client)
+    finally:
+        server.stop()
+        werkzeug.setLevel(level)
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A prefix of its own for each test, so the tests share the server but not their objects."""
+    return f"estates/{secrets.token_hex(6)}"
+
+
+# -- documents -----------------------------------------------------------------------------
+
+
+def estate(*dag_ids: str, captured_at: str = CAPTURED_AT, **kwargs: Any) -> dict[str, Any]:
+    """The document of an estate: the first DAG produces an asset the others consume."""
+    dags = [
+        {
+            "dag_id": dag_id,
+            "description": f"{dag_id} pipeline",
+            "owners": ["data-eng"],
+            "is_paused": False,
+            "fileloc": f"/opt/airflow/dags/{dag_id}.py",
+        }
+        for dag_id in dag_ids
+    ]
+    tasks = {dag_id: [{"task_id": "run", "operator_name": "BashOperator"}] for dag_id in dag_ids}
+    datasets = {
+        "assets": [
+            {
+                "uri": "s3://lake/orders.parquet",
+                "producing_tasks": [{"dag_id": dag_ids[0], "task_id": "run"}],
+                "scheduled_dags": [{"dag_id": dag_id} for dag_id in dag_ids[1:]],
+            }
+        ]
+    }
+    document = document_for(dags, tasks, datasets, **kwargs)
+    document["state"]["capturedAt"] = captured_at  # an offline audit has no capture time
+    return document
+
+
+def history_key(prefix: str, document: dict[str, Any]) -> str:
+    stamp = document["state"]["capturedAt"].replace("-", "").replace(":", "")
+    return f"{prefix}/history/{stamp}-{document['fingerprint']}.json"
+
+
+def assert_no_secret(text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text
+
+
+# -- pushing -------------------------------------------------------------------------------
+
+
+def test_first_push_writes_history_and_latest_with_the_exact_bytes(s3: S3Store, prefix: str) -> None:
+    document = estate("load_orders", "daily_revenue")
+
+    result = s3.sink(prefix).push(document)
+
+    latest = f"{prefix}/latest.json"
+    history = history_key(prefix, document)
+    assert s3.keys(prefix) == sorted([history, latest])
+    assert s3.get(history) == encode(document)
+    assert s3.get(latest) == encode(document)
+    assert result.sink == f"s3://{BUCKET}/{prefix}"
+    assert result.unchanged is False
+    assert result.baseline_replaced is True
+    assert len(result.written) == 2
+    assert result.written[0].endswith(history)  # history first: latest always has its twin
+    assert result.written[1].endswith(latest)
+    assert_no_secret(json.dumps(result.as_dict()))
+
+
+def test_read_baseline_is_none_before_the_first_push_then_the_stored_latest(s3: S3Store, prefix: str) -> None:
+    sink = s3.sink(prefix)
+    assert sink.read_baseline() is None
+
+    document = estate("load_orders", "daily_revenue")
+    sink.push(document)
+
+    assert sink.read_baseline() == s3.get(f"{prefix}/latest.json") == encode(document)
+
+
+def test_same_fingerprint_again_writes_nothing(s3: S3Store, prefix: str) -> None:
+    first = estate("load_orders", "daily_revenue")
+    sink = s3.sink(prefix)
+    sink.push(first)
+    before = s3.keys(prefix)
+
+    # The same estate captured a day later: same fingerprint, so not even a new history entry.
+    again = estate("load_orders", "daily_revenue", captured_at=LATER)
+    assert again["fingerprint"] == first["fingerprint"]
+    result = sink.push(again)
+
+    assert result.unchanged is True
+    assert result.written == []
+    assert result.baseline_replaced is False
+    assert s3.keys(prefix) == before
+    assert s3.get(f"{prefix}/latest.json") == encode(first)
+
+
+def test_changed_estate_adds_history_and_replaces_latest(s3: S3Store, prefix: str) -> None:
+    first = estate("load_orders", "daily_revenue")
+    changed = estate("load_orders", "daily_revenue", "weekly_report", captured_at=LATER)
+    assert changed["fingerprint"] != first["fingerprint"]
+    sink = s3.sink(prefix)
+    sink.push(first)
+
+    result = sink.push(changed)
+
+    assert result.unchanged is False
+    assert result.baseline_replaced is True
+    assert s3.keys(prefix) == sorted(
+        [history_key(prefix, first), history_key(prefix, changed), f"{prefix}/latest.json"]
+    )
+    assert s3.get(history_key(prefix, first)) == encode(first)
+    assert s3.get(history_key(prefix, changed)) == encode(changed)
+    assert s3.get(f"{prefix}/latest.json") == encode(changed)
+    assert sink.read_baseline() == encode(changed)
+
+
+def test_over_the_cap_goes_to_history_without_datasets_and_keeps_latest(s3: S3Store, prefix: str) -> None:
+    baseline = estate("load_orders", "daily_revenue")
+    capped = estate(
+        "load_orders", "daily_revenue", "weekly_report", captured_at=LATER, max_snapshot_bytes=100
+    )
+    assert capped["snapshotStored"] is False
+    sink = s3.sink(prefix)
+    sink.push(baseline)
+
+    result = sink.push(capped)
+
+    assert result.unchanged is False
+    assert result.baseline_replaced is False
+    assert len(result.written) == 1
+    assert result.written[0].endswith(history_key(prefix, capped))
+    assert s3.keys(prefix) == sorted(
+        [history_key(prefix, baseline), history_key(prefix, capped), f"{prefix}/latest.json"]
+    )
+    raw = s3.get(history_key(prefix, capped))
+    assert raw == encode(for_storage(capped))
+    stored = json.loads(raw)
+    assert "datasets" not in stored
+    assert "lineage" not in stored
+    assert stored["state"] == capped["state"]
+    assert stored["findings"] == capped["findings"]
+    assert stored["lossiness"] == capped["lossiness"]
+    assert stored["lossiness"][-1]["artifact"] == "snapshot"
+    assert stored["snapshotStored"] is False
+    assert stored["fingerprint"] == capped["fingerprint"]
+    # The baseline is never replaced by a capped document.
+    assert s3.get(f"{prefix}/latest.json") == encode(baseline)
+    assert sink.read_baseline() == encode(baseline)
+
+
+def test_over_the_cap_on_the_first_push_leaves_no_baseline(s3: S3Store, prefix: str) -> None:
+    capped = estate("load_orders", "daily_revenue", max_snapshot_bytes=100)
+    sink = s3.sink(prefix)
+
+    result = sink.push(capped)
+
+    assert result.baseline_replaced is False
+    assert s3.keys(prefix) == [history_key(prefix, capped)]
+    assert sink.read_baseline() is None
+
+
+# -- opening -------------------------------------------------------------------------------
+
+
+def test_open_sink_gives_an_object_storage_sink_whose_uri_carries_no_secret(s3: S3Store, prefix: str) -> None:
+    uri = f"s3://{BUCKET}/{prefix}"
+
+    sink = open_sink(uri, sink_conn_id=s3.conn_id)
+
+    assert isinstance(sink, ObjectStorageSink)
+    assert sink.uri == uri
+    assert_no_secret(sink.uri)
+    # It reaches the store through the connection, and reports without its keys.
+    document = estate("load_orders")
+    result = sink.push(document)
+    assert result.sink == uri
+    assert s3.keys(prefix) == sorted([history_key(prefix, document), f"{prefix}/latest.json"])
+    assert_no_secret(json.dumps(result.as_dict()))
+
+
+# -- failures ------------------------------------------------------------------------------
+
+
+def test_denied_store_raises_sink_error_naming_the_uri(
+    s3: S3Store, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = f"s3://{BUCKET}/{prefix}"
+    sink = open_sink(uri, sink_conn_id=s3.conn_id)
+    # From now on the server checks every request against IAM, which knows no such key: 403.
+    monkeypatch.setattr(moto_settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)
+
+    with pytest.raises(SinkError) as read_error:
+        sink.read_baseline()
+    with pytest.raises(SinkError) as push_error:
+        sink.push(estate("load_orders"))
+
+    for error in (read_error.value, push_error.value):
+        assert error.exit_code == 3
+        assert uri in str(error)
+        assert_no_secret(str(error))
+    monkeypatch.undo()
+    assert s3.keys(prefix) == []
+
+
+def test_missing_bucket_raises_sink_error_and_is_not_created(s3: S3Store) -> None:
+    bucket = f"coremodels-missing-{secrets.token_hex(4)}"
+    uri = f"s3://{bucket}/estates"
+    sink = open_sink(uri, sink_conn_id=s3.conn_id)
+    assert sink.read_baseline() is None  # nothing stored there: no baseline
+
+    try:
+        with pytest.raises(SinkError) as error:
+            sink.push(estate("load_orders"))
+        assert error.value.exit_code == 3
+        assert uri in str(error.value)
+        assert_no_secret(str(error.value))
+    finally:
+        with pytest.raises(ClientError):
+            s3.client.head_bucket(Bucket=bucket)
+
+
+def test_unreachable_store_raises_sink_error_naming_the_uri(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        host, port = closed.getsockname()
+        conn_id = new_conn_id()
+        monkeypatch.setenv(
+            f"AIRFLOW_CONN_{conn_id.upper()}",
+            aws_connection(
+                f"http://{host}:{port}",
+                config_kwargs={"retries": {"max_attempts": 1}, "connect_timeout": 2},
+            ),
+        )
+        uri = f"s3://{BUCKET}/estates"
+        sink = open_sink(uri, sink_conn_id=conn_id)
+
+        with pytest.raises(SinkError) as error:
+            sink.push(estate("load_orders"))
+
+    assert error.value.exit_code == 3
+    assert uri in str(error.value)
+    assert_no_secret(str(error.value))
