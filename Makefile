@@ -7,10 +7,12 @@ PY := $(VENV)/bin/python
 
 .PHONY: install demo test lint clean
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins every package of a known-good install (as Airflow's own constraint files
+# do): pip resolves at once instead of backtracking through botocore, s3fs and fastapi releases.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -c constraints.txt
 	touch $@
 
 install: $(VENV)/.installed
