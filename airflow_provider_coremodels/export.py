@@ -69,12 +69,13 @@ def export(
     sinks: Sequence[Sink],
     *,
     max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
+    include_asset_extra: bool = False,
     progress: ProgressCallback | None = None,
 ) -> ExportResult:
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink."""
-    captured = capture(client, progress=progress)
+    captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
     log.info("%s", captured.summary.line())
-    estate = captured.estate()
+    estate = captured.estate(include_asset_extra=include_asset_extra)
     baseline, estate, missing = _baseline(sinks, estate)
     result = audit(estate, baseline, no_baseline=missing)
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)

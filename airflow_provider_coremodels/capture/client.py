@@ -111,6 +111,7 @@ class AirflowApiClient:
         self._deadline = Deadline(self.retry.budget)
         self._lock = threading.Lock()  # counters
         self._token_lock = threading.Lock()  # one renewal at a time; held while the renewal request runs
+        self._cancelled = threading.Event()
         self._bearer: str | None = source.token
         self._session = requests.Session()
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=source.concurrency)
@@ -121,6 +122,14 @@ class AirflowApiClient:
 
     def close(self) -> None:
         self._session.close()
+
+    def cancel(self) -> None:
+        """Ask a capture running on this client to stop (safe from any thread, e.g. on_kill)."""
+        self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
 
     def __enter__(self) -> AirflowApiClient:
         return self

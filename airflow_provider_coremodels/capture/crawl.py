@@ -58,8 +58,15 @@ class Capture:
     lossiness: list[Lossiness] = field(default_factory=list)
     summary: CaptureSummary = field(default_factory=CaptureSummary)
 
-    def estate(self) -> Estate:
-        return build_estate(self.dags, self.tasks, self.datasets, state=self.state, lossiness=self.lossiness)
+    def estate(self, *, include_asset_extra: bool = False) -> Estate:
+        return build_estate(
+            self.dags,
+            self.tasks,
+            self.datasets,
+            state=self.state,
+            lossiness=self.lossiness,
+            include_asset_extra=include_asset_extra,
+        )
 
 
 @dataclass
@@ -79,21 +86,33 @@ class _List:
 
 
 def capture(
-    client: AirflowApiClient, *, keep_raw: bool = False, progress: ProgressCallback | None = None
+    client: AirflowApiClient,
+    *,
+    keep_raw: bool = False,
+    keep_asset_extra: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> Capture:
     """Capture the deployment behind ``client``.
 
     With ``keep_raw`` every object is kept as the server sent it (for ``capture --out``);
     without, DAGs, tasks and assets are reduced to the keys the parse reads as they arrive, so
-    memory follows the estate rather than the size of the responses.
+    memory follows the estate rather than the size of the responses (``keep_asset_extra``
+    keeps assets' ``extra``, for an estate that includes it).
     """
-    return _Crawl(client, keep_raw, progress).run()
+    return _Crawl(client, keep_raw, keep_asset_extra, progress).run()
 
 
 class _Crawl:
-    def __init__(self, client: AirflowApiClient, keep_raw: bool, progress: ProgressCallback | None) -> None:
+    def __init__(
+        self,
+        client: AirflowApiClient,
+        keep_raw: bool,
+        keep_asset_extra: bool,
+        progress: ProgressCallback | None,
+    ) -> None:
         self.client = client
         self.keep_raw = keep_raw
+        self.keep_asset_extra = keep_asset_extra
         self.progress = progress
         self.tasks: dict[str, Any] = {}
         self.lossiness: list[Lossiness] = []
@@ -108,17 +127,19 @@ class _Crawl:
         v2 = info.api_version == "v2"
         dags = _List("/dags", "dags", "dag_id", "dag_id")
         assets = _List("/assets" if v2 else "/datasets", "assets" if v2 else "datasets", "id", "uri")
-        with ThreadPoolExecutor(
+        # Not a `with` block: on an error, a timeout or a cancellation the capture must end now,
+        # not after the requests in flight (each ends by itself within the read timeout).
+        self.pool = ThreadPoolExecutor(
             self.client.source.concurrency, thread_name_prefix="coremodels-capture"
-        ) as pool:
-            self.pool = pool
-            try:
-                self._page(dags, 0)
-                self._page(assets, 0)
-                self._drain(dags, assets)
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+        )
+        try:
+            self._page(dags, 0)
+            self._page(assets, 0)
+            self._drain(dags, assets)
+        except BaseException:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        self.pool.shutdown(wait=True)
 
         self._note_changes(dags, "dags", "DAGs")
         datasets: Any = ABSENT
@@ -159,7 +180,10 @@ class _Crawl:
 
     def _drain(self, dags: _List, assets: _List) -> None:
         while self.pending:
-            done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+            # a short timeout, so a cancellation from another thread (the operator's on_kill) is seen
+            done, _ = wait(self.pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            if self.client.cancelled:
+                raise CaptureError("the capture was cancelled")
             for future in done:
                 kind, key = self.pending.pop(future)
                 if kind == "tasks":
@@ -201,7 +225,7 @@ class _Crawl:
             item_id = raw.get(listing.id_key) if isinstance(raw, dict) else None
             if item_id is None or item_id in listing.items:
                 continue  # a page boundary moved under a concurrent change: already have it
-            listing.items[item_id] = raw if self.keep_raw else _REDUCE[listing.key](raw)
+            listing.items[item_id] = raw if self.keep_raw else self._reduce(listing.key, raw)
             if on_item is not None and isinstance(item_id, str):
                 on_item(item_id)
         if offset == 0 and items:
@@ -209,6 +233,11 @@ class _Crawl:
             for next_offset in range(len(items), total if isinstance(total, int) else 0, len(items)):
                 self._page(listing, next_offset)
         self._maybe_more(listing)
+
+    def _reduce(self, key: str, raw: Any) -> Any:
+        if key == "dags":
+            return reduce_dag(raw)
+        return reduce_asset(raw, keep_extra=self.keep_asset_extra)
 
     def _maybe_more(self, listing: _List) -> None:
         """Once a list's pages are all in: fetch one more page while it may hold more than we have.
@@ -266,10 +295,3 @@ class _Crawl:
                     f"{noun} at the start and {listing.last_total} at the end",
                 )
             )
-
-
-_REDUCE: dict[str, Callable[[Any], Any]] = {
-    "dags": reduce_dag,
-    "assets": reduce_asset,
-    "datasets": reduce_asset,
-}

@@ -49,6 +49,9 @@ class Deadline:
     def allows(self, delay: float) -> bool:
         return time.monotonic() + delay <= self.expires
 
+    def remaining(self) -> float:
+        return max(0.0, self.expires - time.monotonic())
+
 
 def parse_retry_after(value: str | None) -> float | None:
     """A Retry-After header in seconds, from delta-seconds or an HTTP date; None if absent or unreadable."""
@@ -89,6 +92,10 @@ def send_with_retries(
         attempt += 1
         on_attempt()
         retry_after: float | None = None
+        if attempt > 1 and isinstance(request.get("timeout"), tuple):
+            # a retry must not outlive the budget: its read timeout is what the budget has left
+            connect, read = request["timeout"]
+            request["timeout"] = (connect, max(0.1, min(read, deadline.remaining())))
         try:
             response = session.request(method, url, **request)
         except requests.exceptions.SSLError as exc:

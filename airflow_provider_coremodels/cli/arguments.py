@@ -59,6 +59,22 @@ MAX_SNAPSHOT_BYTES = ArgSpec(
         "help": "snapshot cap: a larger document is stored without datasets and lineage (default: 1500000)",
     },
 )
+ASSET_EXTRA = ArgSpec(
+    ("--include-asset-extra",),
+    {
+        "action": "store_true",
+        "help": "carry each asset's extra into the snapshot (off by default: extras may hold credentials)",
+    },
+)
+MAX_ARTIFACT_BYTES = ArgSpec(
+    ("--max-artifact-bytes",),
+    {
+        "type": _positive_int,
+        "default": 1 << 30,
+        "metavar": "N",
+        "help": "refuse an artifact file larger than this before reading it (default: 1 GiB)",
+    },
+)
 BASELINE = ArgSpec(
     ("--baseline",),
     {"metavar": "S", "help": "a previous snapshot document to report coverage and drift against"},
@@ -139,6 +155,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
             FORMAT,
             FAIL_ON_ARG,
             MAX_SNAPSHOT_BYTES,
+            ASSET_EXTRA,
+            MAX_ARTIFACT_BYTES,
         ),
     ),
     CommandSpec(
@@ -187,6 +205,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             FORMAT,
             FAIL_ON_ARG,
             MAX_SNAPSHOT_BYTES,
+            ASSET_EXTRA,
         ),
     ),
     CommandSpec(

@@ -46,7 +46,13 @@ def audit(args: argparse.Namespace) -> int:
     if args.snapshot:
         estate = _stored_estate(args.snapshot)
     elif args.dags:
-        estate = _parse_files(args.dags, args.tasks, args.datasets)
+        estate = _parse_files(
+            args.dags,
+            args.tasks,
+            args.datasets,
+            max_bytes=args.max_artifact_bytes,
+            include_asset_extra=args.include_asset_extra,
+        )
     else:
         raise UsageError("audit needs --dags F (with --tasks and --datasets) or --snapshot S")
     baseline = _baseline(args.baseline) if args.baseline else None
@@ -104,7 +110,13 @@ def export(args: argparse.Namespace) -> int:
     progress = ProgressReporter(sys.stderr)
     try:
         with AirflowApiClient(source, retry=retry) as client:
-            result = run_export(client, sinks, max_snapshot_bytes=args.max_snapshot_bytes, progress=progress)
+            result = run_export(
+                client,
+                sinks,
+                max_snapshot_bytes=args.max_snapshot_bytes,
+                include_asset_extra=args.include_asset_extra,
+                progress=progress,
+            )
     finally:
         progress.close()
     emit(render(result.document, args.format))
@@ -207,34 +219,57 @@ def emit(text: str) -> None:
 # -- inputs -------------------------------------------------------------------------------
 
 
-def _parse_files(dags: str, tasks: str | None, datasets: str | None) -> Estate:
+def _parse_files(
+    dags: str, tasks: str | None, datasets: str | None, *, max_bytes: int, include_asset_extra: bool
+) -> Estate:
     try:
-        dags_bytes = Path(dags).read_bytes()
+        dags_bytes = _read_artifact(dags, max_bytes)
     except OSError as exc:
         raise DagsArtifactError(f"cannot be read: {exc.strerror or exc}", dags) from None
+    except _TooLarge as exc:
+        raise DagsArtifactError(str(exc), dags) from None
     records: list[Lossiness] = []
     try:
         return parse_artifacts(
             dags_bytes,
-            _read_optional("tasks", tasks, records),
-            _read_optional("datasets", datasets, records),
+            _read_optional("tasks", tasks, records, max_bytes),
+            _read_optional("datasets", datasets, records, max_bytes),
             lossiness=records,
+            include_asset_extra=include_asset_extra,
         )
     except DagsArtifactError as exc:
         raise exc.with_source(dags) from None
 
 
-def _read_optional(artifact: str, path: str | None, records: list[Lossiness]) -> bytes | None:
+class _TooLarge(Exception):
+    """An artifact file over --max-artifact-bytes: refused before a byte of it is read."""
+
+
+def _read_artifact(path: str, max_bytes: int) -> bytes:
+    """Read an artifact file whole, refusing one over the limit before reading it.
+
+    Decoded JSON takes several times its size in memory, so a multi-gigabyte artifact fails
+    here with a clear message instead of exhausting the worker's memory.
+    """
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise _TooLarge(f"is {size:,} bytes, over the {max_bytes:,}-byte limit (--max-artifact-bytes)")
+        return handle.read(max_bytes + 1)
+
+
+def _read_optional(artifact: str, path: str | None, records: list[Lossiness], max_bytes: int) -> bytes | None:
     """Read a tasks or datasets file; an unreadable one is a lossiness record, never a failure."""
     if path is None:
         return None
     try:
-        return Path(path).read_bytes()
+        return _read_artifact(path, max_bytes)
     except OSError as exc:
-        records.append(
-            Lossiness(artifact, f"{artifact} artifact ignored: cannot read {path}: {exc.strerror or exc}")
-        )
-        return None
+        problem = f"cannot read {path}: {exc.strerror or exc}"
+    except _TooLarge as exc:
+        problem = f"{path} {exc}"
+    records.append(Lossiness(artifact, f"{artifact} artifact ignored: {problem}"))
+    return None
 
 
 def _load(path: str) -> StoredSnapshot:

@@ -69,6 +69,7 @@ def parse_artifacts(
     *,
     state: State | None = None,
     lossiness: Iterable[Lossiness] = (),
+    include_asset_extra: bool = False,
 ) -> Estate:
     """Parse raw artifact bytes (None: not provided) into an estate.
 
@@ -84,7 +85,14 @@ def parse_artifacts(
     records = list(lossiness)
     tasks_doc = _decode_optional("tasks", tasks, records)
     datasets_doc = _decode_optional("datasets", datasets, records)
-    return build_estate(dags_doc, tasks_doc, datasets_doc, state=state, lossiness=records)
+    return build_estate(
+        dags_doc,
+        tasks_doc,
+        datasets_doc,
+        state=state,
+        lossiness=records,
+        include_asset_extra=include_asset_extra,
+    )
 
 
 def build_estate(
@@ -94,8 +102,13 @@ def build_estate(
     *,
     state: State | None = None,
     lossiness: Iterable[Lossiness] = (),
+    include_asset_extra: bool = False,
 ) -> Estate:
-    """Build an estate from decoded artifacts; ``ABSENT`` marks one that was not provided."""
+    """Build an estate from decoded artifacts; ``ABSENT`` marks one that was not provided.
+
+    An asset's ``extra`` may carry credentials, so it reaches the estate (as the metadata key
+    ``airflow.extra``, canonical JSON) only with ``include_asset_extra``.
+    """
     records = list(lossiness)
     raw_dags = _dag_entries(dags)
     dag_fields: dict[str, dict[str, Field]] = {}
@@ -111,7 +124,7 @@ def build_estate(
     edges: dict[tuple[str, str], Edge] = {}
     assets: dict[str, Dataset] = {}
     if datasets is not ABSENT:
-        _parse_datasets(datasets, dag_raws.keys(), assets, edges, records)
+        _parse_datasets(datasets, dag_raws.keys(), assets, edges, records, include_asset_extra)
     elif not any(r.artifact == "datasets" for r in records):
         records.append(Lossiness("datasets", "datasets artifact not provided: no asset lineage"))
 
@@ -343,6 +356,7 @@ def _parse_datasets(
     assets: dict[str, Dataset],
     edges: dict[tuple[str, str], Edge],
     records: list[Lossiness],
+    include_extra: bool = False,
 ) -> None:
     entries = _asset_entries(doc)
     if entries is None:
@@ -366,8 +380,13 @@ def _parse_datasets(
             records.append(Lossiness("datasets", f"datasets artifact entry {index} has no uri; skipped"))
             continue
         if uri not in assets:
+            extra = raw.get("extra") if include_extra else None
             assets[uri] = Dataset(
-                identity=uri, name=asset_name(uri), materialization=ASSET, physical_name=uri
+                identity=uri,
+                name=asset_name(uri),
+                materialization=ASSET,
+                physical_name=uri,
+                metadata={"airflow.extra": _canonical(extra)} if isinstance(extra, dict) and extra else {},
             )
         for dag_id in _dag_refs(raw, "producing_tasks", uri, records):
             link(uri, dag_id, dag_id)
@@ -450,10 +469,12 @@ def reduce_task(raw: Any) -> Any:
     return reduced
 
 
-def reduce_asset(raw: Any) -> Any:
+def reduce_asset(raw: Any, *, keep_extra: bool = False) -> Any:
     if not isinstance(raw, dict):
         return raw
     reduced = {"uri": raw["uri"]} if "uri" in raw else {}
+    if keep_extra and "extra" in raw:
+        reduced["extra"] = raw["extra"]
     for key in ("producing_tasks", *_CONSUMER_KEYS):
         refs = raw.get(key)
         if isinstance(refs, list):
@@ -490,6 +511,14 @@ def _infer_api(raw_dags: list[Any], datasets: Any) -> str | None:
             if "is_active" in raw or "schedule_interval" in raw:
                 return "v1"
     return None
+
+
+def _canonical(value: Any) -> str:
+    """A JSON value as one canonical string (sorted keys, no whitespace), safe to encode as UTF-8."""
+    try:
+        return _clean(json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    except (TypeError, ValueError):  # NaN is fine for json.dumps; only exotic values land here
+        return _clean(repr(value))
 
 
 def _text(value: Any) -> str | None:

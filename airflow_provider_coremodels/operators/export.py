@@ -22,6 +22,8 @@ from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_provider_coremodels.capture import AirflowApiClient
+
 LOG_LEVEL = {"Info": logging.INFO, "Warning": logging.WARNING, "Error": logging.ERROR}
 
 
@@ -37,6 +39,8 @@ class CoreModelsExportOperator(BaseOperator):
     :param fail_on: ``never``, ``info``, ``warning`` or ``error``: fail the task, after pushing,
         when a finding at or above this severity remains.
     :param max_snapshot_bytes: the snapshot cap.
+    :param include_asset_extra: carry each asset's ``extra`` into the snapshot (off by default:
+        extras may hold credentials).
     """
 
     template_fields: Sequence[str] = (
@@ -57,6 +61,7 @@ class CoreModelsExportOperator(BaseOperator):
         coremodels_conn_id: str | None = None,
         fail_on: str = "never",
         max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
+        include_asset_extra: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -66,6 +71,13 @@ class CoreModelsExportOperator(BaseOperator):
         self.coremodels_conn_id = coremodels_conn_id
         self.fail_on = fail_on
         self.max_snapshot_bytes = max_snapshot_bytes
+        self.include_asset_extra = include_asset_extra
+        self._client: AirflowApiClient | None = None
+
+    def on_kill(self) -> None:
+        """The task is being killed: stop the capture now; nothing has been pushed before it ends."""
+        if self._client is not None:
+            self._client.cancel()
 
     @cached_property
     def hook(self) -> AirflowApiHook:
@@ -85,7 +97,13 @@ class CoreModelsExportOperator(BaseOperator):
                 for uri in uris
             ]
             with self.hook.get_conn() as client:
-                result = export(client, sinks, max_snapshot_bytes=self.max_snapshot_bytes)
+                self._client = client
+                result = export(
+                    client,
+                    sinks,
+                    max_snapshot_bytes=self.max_snapshot_bytes,
+                    include_asset_extra=self.include_asset_extra,
+                )
         except CoreModelsError as exc:
             raise AirflowException(str(exc)) from exc
 

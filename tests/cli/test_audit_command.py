@@ -258,3 +258,38 @@ def test_airflow_cli_lists_the_coremodels_group(tmp_path: Path) -> None:
     )
     assert result.returncode == 0
     assert b"audit" in result.stdout and b"generate" in result.stdout
+
+
+def test_a_multi_gigabyte_dags_artifact_is_refused_before_it_is_read(tmp_path: Path, capsys) -> None:
+    """Limits: a 3 GB artifact (a sparse file: no disk used) fails at once with a clear error."""
+    huge = tmp_path / "dags.json"
+    with open(huge, "wb") as handle:
+        handle.truncate(3 * 1024**3)
+    code, out, err = run(capsys, "audit", "--dags", str(huge))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: dags artifact {huge} is 3,221,225,472 bytes, over the 1,073,741,824-byte limit "
+        "(--max-artifact-bytes)\n"
+    )
+
+
+def test_an_oversized_tasks_artifact_is_lossiness(tmp_path: Path, capsys) -> None:
+    code, out, _ = run(capsys, "audit", *REAL_ARGS, "--max-artifact-bytes", "8000", "--format", "json")
+    assert code == 0
+    [record] = json.loads(out)["lossiness"]
+    assert record["artifact"] == "tasks"
+    assert record["message"].startswith(f"tasks artifact ignored: {REAL['tasks']} is ")
+    assert record["message"].endswith("bytes, over the 8,000-byte limit (--max-artifact-bytes)")
+
+
+def test_asset_extra_is_left_out_unless_asked_for(tmp_path: Path, capsys) -> None:
+    datasets = tmp_path / "datasets.json"
+    datasets.write_text(
+        json.dumps({"assets": [{"uri": "s3://x/y", "extra": {"password": "hunter2", "tier": 1}}]})
+    )
+    args = ["audit", "--dags", str(REAL["dags"]), "--datasets", str(datasets), "--format", "json"]
+    _, out, _ = run(capsys, *args)
+    assert "hunter2" not in out
+    _, out, _ = run(capsys, *args, "--include-asset-extra")
+    asset = next(d for d in json.loads(out)["datasets"] if d["identity"] == "s3://x/y")
+    assert asset["metadata"] == {"airflow.extra": '{"password":"hunter2","tier":1}'}

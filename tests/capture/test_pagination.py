@@ -1,0 +1,96 @@
+"""Pagination under change, URL-encoded DAG ids, and progress reporting (scripted local server)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import pytest
+from local_http import ScriptedServer, json_reply
+
+from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
+from airflow_provider_coremodels.capture.progress import ProgressReporter
+
+PASSWORD = "pagination-test-pw"
+
+
+def page(dag_ids: list[str], total: int) -> object:
+    return json_reply({"dags": [{"dag_id": d} for d in dag_ids], "total_entries": total})
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    defaults = {
+        "/api/v2/version": json_reply({"version": "3.3.2"}),
+        "/auth/token": json_reply({"access_token": "t"}, status=201),
+        "/api/v2/assets": json_reply({"assets": [], "total_entries": 0}),
+    }
+    with ScriptedServer(defaults) as scripted:
+        yield scripted
+
+
+def run(server: ScriptedServer, dag_ids: list[str]):
+    for dag_id in dag_ids:
+        server.set_default(f"/api/v2/dags/{dag_id}/tasks", json_reply({"tasks": [], "total_entries": 0}))
+    # one worker: the DAG pages are answered in the order they were scripted
+    source = ApiSource(server.base_url, username="u", password=PASSWORD, concurrency=1)
+    with AirflowApiClient(source) as client:
+        return capture(client)
+
+
+def test_estate_growing_during_capture_is_followed_and_declared(server: ScriptedServer) -> None:
+    """A list that grows between pages is read to its end, and a lossiness record says it changed."""
+    server.script("/api/v2/dags", page(["a", "b"], 3), page(["c", "d"], 4))
+    result = run(server, ["a", "b", "c", "d"])
+    assert [d["dag_id"] for d in result.dags["dags"]] == ["a", "b", "c", "d"]
+    assert [(r.artifact, r.message) for r in result.lossiness] == [
+        ("dags", "the estate changed during the capture: /dags listed 3 DAGs at the start and 4 at the end")
+    ]
+
+
+def test_a_page_boundary_moving_does_not_duplicate_a_dag(server: ScriptedServer) -> None:
+    """A DAG inserted before the boundary shifts b onto the next page: b is kept once, paging ends empty."""
+    server.script("/api/v2/dags", page(["a", "b"], 3), page(["b", "c"], 4), page([], 4))
+    result = run(server, ["a", "b", "c"])
+    assert [d["dag_id"] for d in result.dags["dags"]] == ["a", "b", "c"]
+    offsets = [r.path for r in server.received if r.path.startswith("/api/v2/dags?")]
+    assert offsets == [f"/api/v2/dags?limit=100&offset={o}&order_by=dag_id" for o in (0, 2, 4)]
+    assert result.lossiness[0].message.startswith("the estate changed during the capture")
+
+
+def test_dag_ids_are_url_encoded_in_the_tasks_path(server: ScriptedServer) -> None:
+    server.script("/api/v2/dags", page(["etl/daily run", "ünïcode"], 2))
+    server.set_default("/api/v2/dags/etl%2Fdaily%20run/tasks", json_reply({"tasks": [{"task_id": "t"}]}))
+    server.set_default("/api/v2/dags/%C3%BCn%C3%AFcode/tasks", json_reply({"tasks": [{"task_id": "u"}]}))
+    source = ApiSource(server.base_url, username="u", password=PASSWORD)
+    with AirflowApiClient(source) as client:
+        result = capture(client)
+    assert result.tasks == {
+        "etl/daily run": {"tasks": [{"task_id": "t"}]},
+        "ünïcode": {"tasks": [{"task_id": "u"}]},
+    }
+    assert result.lossiness == []
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_a_bar_on_a_terminal() -> None:
+    stream = _Terminal()
+    progress = ProgressReporter(stream)
+    progress(1, 4)
+    progress(4, 4)
+    progress.close()
+    assert stream.getvalue().endswith("\rcapturing tasks [##############################] 4/4 DAGs\n")
+
+
+def test_progress_is_a_line_every_few_seconds_in_a_log() -> None:
+    stream = io.StringIO()
+    progress = ProgressReporter(stream, interval=3600)
+    for done in range(1, 100):
+        progress(done, 100)  # within the interval: nothing
+    progress(100, 100)  # the last one is always reported
+    progress.close()
+    assert stream.getvalue() == "capturing: tasks of 100/100 DAGs fetched\n"
