@@ -106,7 +106,11 @@ class _ProxyHandler(RequestHandler):
             self.send_header("Content-Length", str(len(response_body)))
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(response_body)
+            self.write_body(response_body)
+
+    def write_body(self, data: bytes) -> None:
+        """Send the upstream's body, whose length the headers already announced (a hook for subclasses)."""
+        self.wfile.write(data)
 
     def _exchange(self, headers: dict[str, str], body: bytes) -> tuple[http.client.HTTPResponse, bytes]:
         """Send the request upstream and read the whole answer.
