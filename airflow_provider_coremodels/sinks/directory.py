@@ -110,9 +110,18 @@ class FileSink(DirectorySink):
         with open(self.root / ".lock", "a+b") as lock:
             fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
+                self._sweep()
                 yield
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+    def _sweep(self) -> None:
+        """Remove temporary files a killed writer left behind: under the lock, none is in use."""
+        for folder in (self.root, self.root / HISTORY):
+            for stale in folder.glob(".*.tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    stale.unlink()
+                    log.info("sink %s: removed %s, left by an interrupted write", self.uri, stale.name)
 
 
 class ObjectStorageSink(DirectorySink):

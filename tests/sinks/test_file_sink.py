@@ -146,3 +146,14 @@ def test_concurrent_exports_take_turns(tmp_path: Path) -> None:
     latest = json.loads((tmp_path / "latest.json").read_bytes())
     assert any(latest["fingerprint"] in p.name for p in history)
     assert [p.name for p in tmp_path.rglob("*.tmp")] == []
+
+
+def test_temporary_files_of_a_killed_writer_are_swept_on_the_next_push(tmp_path: Path) -> None:
+    """A SIGKILL between write and rename leaves a hidden .tmp file; the next push removes it."""
+    sink = FileSink(tmp_path)
+    sink.push(document("a"))
+    (tmp_path / ".latest.json.abc123.tmp").write_bytes(b'{"half": ')
+    (tmp_path / "history" / ".20261130T060000Z-x.json.def456.tmp").write_bytes(b"{")
+    sink.push(document("a", "b", captured_at="2026-11-30T06:00:00Z"))
+    assert [p.name for p in tmp_path.rglob("*.tmp")] == []
+    assert json.loads((tmp_path / "latest.json").read_bytes())["connector"] == "airflow"
