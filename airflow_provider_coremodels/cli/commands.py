@@ -26,7 +26,6 @@ from airflow_provider_coremodels.core.audit import failing_findings
 from airflow_provider_coremodels.core.capabilities import require
 from airflow_provider_coremodels.core.render import render_json, render_table
 from airflow_provider_coremodels.errors import (
-    ConnectionConfigError,
     DagsArtifactError,
     SnapshotDocumentError,
     UsageError,
@@ -69,6 +68,7 @@ def capture(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.capture import capture as run_capture
     from airflow_provider_coremodels.capture.progress import ProgressReporter
 
+    _airflow_logs_to_stderr(args)
     source = api_source(args)
     out = Path(args.out)
     try:
@@ -99,6 +99,7 @@ def export(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.export import export as run_export
     from airflow_provider_coremodels.sinks import open_sink
 
+    _airflow_logs_to_stderr(args)
     source = api_source(args)
     retry = retry_policy(args)
     sinks = [
@@ -178,15 +179,19 @@ def _secret_from_env(variable: str | None) -> str | None:
 def _connection_source(conn_id: str) -> ApiSource:
     from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 
-    try:
-        return AirflowApiHook(conn_id).get_source()
-    except ConnectionConfigError:
-        raise
-    except Exception as exc:  # Airflow raises its own not-found error from the secrets backends
-        if type(exc).__name__ in ("AirflowNotFoundException", "AirflowException"):
-            hint = f"add it to Airflow or set AIRFLOW_CONN_{conn_id.upper()}"
-            raise ConnectionConfigError(f"connection {conn_id!r} is not defined: {hint}") from None
-        raise
+    return AirflowApiHook(conn_id).get_source()
+
+
+def _airflow_logs_to_stderr(args: argparse.Namespace) -> None:
+    """Connections mean Airflow, whose logging writes to stdout: keep stdout for the output.
+
+    ``airflow coremodels`` does this before every command; ``python -m`` only needs it when a
+    command is about to use Airflow (a connection, or object storage).
+    """
+    if args.conn_id or getattr(args, "coremodels_conn_id", None) or getattr(args, "sink_conn_id", None):
+        from airflow_provider_coremodels.cli.definition import logs_to_stderr
+
+        logs_to_stderr()
 
 
 def generate(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ def _airflow_func(spec: CommandSpec) -> Callable[[Any], None]:
     def command(args: Any) -> None:
         from airflow_provider_coremodels.cli.main import run
 
-        _logs_to_stderr()
+        logs_to_stderr()
         code = run(spec, args)
         sys.stdout.flush()
         if code:
@@ -30,7 +30,7 @@ def _airflow_func(spec: CommandSpec) -> Callable[[Any], None]:
     return command
 
 
-def _logs_to_stderr() -> None:
+def logs_to_stderr() -> None:
     """Keep stdout for the command's output (a table, a JSON document): Airflow logs to stdout."""
     try:
         from airflow.cli.utils import redirect_stdout_log_handlers_to_stderr

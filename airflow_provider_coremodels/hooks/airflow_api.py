@@ -14,7 +14,13 @@ from airflow.sdk.bases.hook import BaseHook
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy
 from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
-from airflow_provider_coremodels.hooks.connection_fields import base_url, extra_str, mask, tls_verify
+from airflow_provider_coremodels.hooks.connection_fields import (
+    base_url,
+    extra_str,
+    get_connection,
+    mask,
+    tls_verify,
+)
 
 
 class AirflowApiHook(BaseHook):
@@ -49,7 +55,7 @@ class AirflowApiHook(BaseHook):
 
     def get_source(self) -> ApiSource:
         """The API's location and credentials, read from the connection; secrets registered for masking."""
-        conn = self.get_connection(self.airflow_api_conn_id)
+        conn = get_connection(self, self.airflow_api_conn_id)
         extra = conn.extra_dejson
         token = extra_str(extra, "token", self.airflow_api_conn_id) or (None if conn.login else conn.password)
         mask(conn.password, token)

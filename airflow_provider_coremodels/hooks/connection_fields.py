@@ -7,6 +7,17 @@ from typing import Any
 from airflow_provider_coremodels.errors import ConnectionConfigError
 
 
+def get_connection(hook: Any, conn_id: str) -> Any:
+    """The connection ``conn_id``; an undefined one is a ConnectionConfigError that says how to define it."""
+    try:
+        return hook.get_connection(conn_id)
+    except Exception as exc:  # the secrets backends raise Airflow's own not-found error
+        if type(exc).__name__ in ("AirflowNotFoundException", "AirflowException"):
+            hint = f"add it to Airflow or set AIRFLOW_CONN_{conn_id.upper()}"
+            raise ConnectionConfigError(f"connection {conn_id!r} is not defined: {hint}") from None
+        raise
+
+
 def base_url(host: str | None, schema: str | None, port: int | None) -> str:
     """``http://host:port[/path]`` from a connection's fields; a host may carry its own scheme and path."""
     if not host:

@@ -12,7 +12,7 @@ from airflow.sdk.bases.hook import BaseHook
 
 from airflow_provider_coremodels.capture import RetryPolicy
 from airflow_provider_coremodels.errors import ConnectionConfigError
-from airflow_provider_coremodels.hooks.connection_fields import base_url, mask, tls_verify
+from airflow_provider_coremodels.hooks.connection_fields import base_url, get_connection, mask, tls_verify
 from airflow_provider_coremodels.sinks.endpoint import EndpointSink
 
 
@@ -41,7 +41,7 @@ class CoreModelsHook(BaseHook):
 
     def get_sink(self, url: str | None = None, retry: RetryPolicy | None = None) -> EndpointSink:
         """An endpoint sink for ``url`` (default: the connection's host) with the connection's token."""
-        conn = self.get_connection(self.coremodels_conn_id)
+        conn = get_connection(self, self.coremodels_conn_id)
         extra = conn.extra_dejson
         mask(conn.password)
         try:
