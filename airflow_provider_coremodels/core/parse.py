@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, TypedDict
 from urllib.parse import urlsplit
+
+import msgspec
 
 from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.core.model import (
@@ -43,6 +46,135 @@ ABSENT: Final = _Absent()
 # The keys an asset lists its consumers under, across API versions.
 _CONSUMER_KEYS = ("consuming_dags", "scheduled_dags", "consuming_tasks")
 _ARTIFACT_ORDER = {"dags": 0, "tasks": 1, "datasets": 2, "snapshot": 3}
+
+
+# -- decoding ---------------------------------------------------------------------------------
+#
+# The artifacts carry far more than the parse reads (a task response has ~30 keys; the parse
+# needs 4). The fast path decodes bytes straight into dicts holding only the keys the parse
+# reads, with msgspec and the typed shapes below: several times faster than json.loads and a
+# fraction of its memory. Every value stays ``Any``, so the parse's own type checks still
+# decide what a value means. Whatever the fast path cannot type (a wrong shape, a value
+# msgspec reads differently, invalid JSON) is decoded again in full by ``decode``, so the
+# outcome does not depend on which path ran (the property tests compare the two on every case),
+# with one exception: valid JSON that Python's json refuses (nesting deeper than its recursion
+# limit, an integer of over 4,300 digits) can still be read by the fast path, instead of
+# failing the artifact.
+
+
+class _Ref(TypedDict, total=False):
+    dag_id: Any
+
+
+class _Dag(TypedDict, total=False):
+    dag_id: Any
+    description: Any
+    fileloc: Any
+    tags: Any
+    owners: Any
+    is_paused: Any
+    schedule_interval: Any
+    timetable_summary: Any
+    bundle_name: Any  # these three only tell the API generation apart
+    is_stale: Any
+    is_active: Any
+
+
+class _Dags(TypedDict, total=False):
+    dags: list[_Dag]
+
+
+class _Task(TypedDict, total=False):
+    task_id: Any
+    operator_name: Any
+    owner: Any
+    class_ref: Any
+
+
+class _TaskResponse(TypedDict, total=False):
+    tasks: list[_Task]
+
+
+class _DagTasks(TypedDict, total=False):
+    dag_id: Any
+    tasks: list[_Task]
+
+
+class _Asset(TypedDict, total=False):
+    uri: Any
+    producing_tasks: list[_Ref]
+    consuming_dags: list[_Ref]
+    scheduled_dags: list[_Ref]
+    consuming_tasks: list[_Ref]
+
+
+class _AssetWithExtra(_Asset, total=False):
+    extra: Any
+
+
+class _Assets(TypedDict, total=False):
+    assets: list[_Asset]
+    datasets: list[_Asset]
+
+
+class _AssetsWithExtra(TypedDict, total=False):
+    assets: list[_AssetWithExtra]
+    datasets: list[_AssetWithExtra]
+
+
+_DAGS_DECODER = msgspec.json.Decoder(_Dags | list[_Dag])
+_TASKS_DECODER = msgspec.json.Decoder(dict[str, _TaskResponse | list[_Task]] | list[_DagTasks])
+_ASSETS_DECODER = msgspec.json.Decoder(_Assets | list[_Asset])
+_ASSETS_EXTRA_DECODER = msgspec.json.Decoder(_AssetsWithExtra | list[_AssetWithExtra])
+
+
+def _decode_reduced(decoder: msgspec.json.Decoder[Any], data: bytes | str, keys: tuple[str, ...]) -> Any:
+    """The fast path, on a stack of its own (see ``_on_fresh_stack``)."""
+    return _on_fresh_stack(_decode_reduced_here, decoder, data, keys)
+
+
+def _decode_reduced_here(decoder: msgspec.json.Decoder[Any], data: bytes | str, keys: tuple[str, ...]) -> Any:
+    """The fast path: only the keys the parse reads; anything it cannot type is decoded in full.
+
+    ``keys``: a top-level object must hold one of these (the wrappers), else it is decoded
+    again in full so that an error can name the keys it does have.
+    """
+    if isinstance(data, bytes) and not data.isascii():
+        try:  # msgspec skips the keys it does not read without checking their bytes: check them all
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return decode(data)
+    try:
+        value = decoder.decode(data)
+    except (msgspec.MsgspecError, ValueError, RecursionError):  # ValueError: a str with lone surrogates
+        return decode(data)
+    if isinstance(value, dict) and keys and not any(key in value for key in keys):
+        return decode(data)
+    return value
+
+
+def _on_fresh_stack(func: Callable[..., Any], *args: Any) -> Any:
+    """Run a decoder on a short-lived thread of its own, and return or raise what it did.
+
+    Python's recursion limit counts the caller's frames as well as the nesting the decoders
+    descend, so how deep a document may nest would otherwise depend on who calls the parse:
+    the same bytes must always give the same estate.
+    """
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, func(*args)))
+        except BaseException as exc:  # handed to the caller, which raises it
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run, name="coremodels-decode", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def decode(data: bytes | str) -> Any:
@@ -79,12 +211,20 @@ def parse_artifacts(
     if dags is None:
         raise DagsArtifactError("is missing")
     try:
-        dags_doc = decode(dags)
+        dags_doc = _decode_reduced(_DAGS_DECODER, dags, ("dags",))
     except ValueError as exc:
         raise DagsArtifactError(f"is not valid JSON: {exc}") from None
     records = list(lossiness)
-    tasks_doc = _decode_optional("tasks", tasks, records)
-    datasets_doc = _decode_optional("datasets", datasets, records)
+    tasks_doc = _decode_optional(
+        "tasks", tasks, records, lambda data: _decode_reduced(_TASKS_DECODER, data, ())
+    )
+    assets_decoder = _ASSETS_EXTRA_DECODER if include_asset_extra else _ASSETS_DECODER
+    datasets_doc = _decode_optional(
+        "datasets",
+        datasets,
+        records,
+        lambda data: _decode_reduced(assets_decoder, data, ("assets", "datasets")),
+    )
     return build_estate(
         dags_doc,
         tasks_doc,
@@ -487,11 +627,13 @@ def reduce_asset(raw: Any, *, keep_extra: bool = False) -> Any:
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _decode_optional(artifact: str, data: bytes | str | None, records: list[Lossiness]) -> Any:
+def _decode_optional(
+    artifact: str, data: bytes | str | None, records: list[Lossiness], decoder: Callable[[bytes | str], Any]
+) -> Any:
     if data is None:
         return ABSENT
     try:
-        return decode(data)
+        return decoder(data)
     except ValueError as exc:
         records.append(Lossiness(artifact, f"{artifact} artifact ignored: not valid JSON ({exc})"))
         return ABSENT

@@ -7,12 +7,13 @@ The example budget per test is ``COREMODELS_FUZZ_EXAMPLES`` (default 200).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from airflow_provider_coremodels.core import (
     load_document,
     parse_artifacts,
 )
+from airflow_provider_coremodels.core import parse as parse_module
 from airflow_provider_coremodels.core.audit import Baseline
 from airflow_provider_coremodels.core.document import encode
 from airflow_provider_coremodels.core.model import Estate
@@ -227,13 +229,44 @@ BASELINE_ESTATE = parse_artifacts(*REAL["airflow3"].values())
 
 
 def parse_or_reject(dags: Blob, tasks: Blob | None, datasets: Blob | None) -> Estate | None:
-    """Parse; a DagsArtifactError (the only allowed failure) is checked and turned into None."""
+    """Parse; a DagsArtifactError (the only allowed failure) is checked and turned into None.
+
+    Every case is parsed twice: through the fast typed decode and through the full decode
+    alone. The two must agree to the letter: same estate, or the same error.
+    """
+    fast, fast_error = _parse(dags, tasks, datasets)
+    with _full_decode_only():
+        full, full_error = _parse(dags, tasks, datasets)
+    if fast_error is None and full_error is not None and _PYTHON_JSON_LIMIT.search(full_error):
+        return fast  # valid JSON that only Python's json refuses: the fast path may read it
+    assert (fast, fast_error) == (full, full_error)
+    if fast_error is not None:
+        assert fast_error.startswith("dags artifact "), fast_error
+    return fast
+
+
+#: The full decode's own limits (recursion depth, digits of an int), beyond JSON's.
+_PYTHON_JSON_LIMIT = re.compile(r"nested too deeply|Exceeds the limit .* for integer string conversion")
+
+
+def _parse(dags: Blob, tasks: Blob | None, datasets: Blob | None) -> tuple[Estate | None, str | None]:
     try:
-        return parse_artifacts(dags, tasks, datasets)
+        return parse_artifacts(dags, tasks, datasets), None
     except DagsArtifactError as exc:
-        message = str(exc)
-    assert message.startswith("dags artifact "), message
-    return None
+        return None, str(exc)
+
+
+@contextlib.contextmanager
+def _full_decode_only() -> Iterator[None]:
+    """The parse with its fast path switched off: every artifact decoded in full by json.loads."""
+    original = parse_module._decode_reduced
+    parse_module._decode_reduced = lambda decoder, data, keys: parse_module._on_fresh_stack(
+        parse_module.decode, data
+    )
+    try:
+        yield
+    finally:
+        parse_module._decode_reduced = original
 
 
 def independent_fingerprint(document: dict[str, Any]) -> str:
@@ -516,7 +549,6 @@ UNUSABLE: dict[str, Callable[[str], bytes]] = {
     "truncated-sequence": lambda name: REAL["airflow3"][name].replace(b'"', b'"\xc3', 1),
     "overlong-slash": lambda name: REAL["airflow3"][name].replace(b'"', b'"\xc0\xaf', 1),
     "invalid-byte-ff": lambda _: b'{"dags": [{"dag_id": "\xff"}]}',
-    "huge-integer": lambda _: b'{"dags": [{"dag_id": "x", "n": ' + b"9" * 5000 + b"}]}",
     # Not UTF-8, though json.loads on bytes would sniff them as UTF-16/32 or pass surrogates through.
     "utf-16-bom": lambda name: REAL["airflow3"][name].decode().encode("utf-16"),
     "utf-16-le": lambda name: REAL["airflow3"][name].decode().encode("utf-16-le"),
@@ -603,3 +635,10 @@ def test_asset_uri_equal_to_a_dag_id_keeps_the_asset_unproduced_findings() -> No
     doc = check_pipeline(parse_artifacts(*blobs), *blobs)
     unproduced = {f["subject"] for f in doc["findings"] if f["code"] == "asset-unproduced"}
     assert unproduced == {"orders", "raw"}
+
+
+def test_an_unread_huge_integer_does_not_fail_an_artifact() -> None:
+    """Valid JSON that Python's json refuses (a 5,000-digit integer) in an unread key is skipped."""
+    dags = b'{"dags": [{"dag_id": "x", "n": ' + b"9" * 5000 + b"}]}"
+    estate = parse_artifacts(dags, REAL["airflow3"]["tasks"], REAL["airflow3"]["datasets"])
+    assert [d.identity for d in estate.dags()] == ["x"]
