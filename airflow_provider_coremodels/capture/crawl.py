@@ -10,9 +10,10 @@ means "server default" on one API generation and "nothing" on the other.
 from __future__ import annotations
 
 import logging
+import queue
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -117,6 +118,9 @@ class _Crawl:
         self.tasks: dict[str, Any] = {}
         self.lossiness: list[Lossiness] = []
         self.pending: dict[Future[Any], tuple[str, Any]] = {}
+        # finished futures, in the order they finish: cheaper than concurrent.futures.wait,
+        # which looks at every pending future on each completion (quadratic over a capture)
+        self.done: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
         self.assets_failed: str | None = None
         self.dags_found = 0
 
@@ -171,7 +175,9 @@ class _Crawl:
     # -- scheduling -----------------------------------------------------------------------
 
     def _submit(self, kind: str, key: Any, func: Callable[..., Any], *args: Any) -> None:
-        self.pending[self.pool.submit(func, *args)] = (kind, key)
+        future = self.pool.submit(func, *args)
+        self.pending[future] = (kind, key)
+        future.add_done_callback(self.done.put)
 
     def _page(self, listing: _List, offset: int) -> None:
         listing.requested.add(offset)
@@ -180,19 +186,20 @@ class _Crawl:
 
     def _drain(self, dags: _List, assets: _List) -> None:
         while self.pending:
-            # a short timeout, so a cancellation from another thread (the operator's on_kill) is seen
-            done, _ = wait(self.pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            try:  # a short timeout, so a cancellation from another thread (on_kill) is seen
+                future = self.done.get(timeout=0.2)
+            except queue.Empty:
+                future = None
             if self.client.cancelled:
                 raise CaptureError("the capture was cancelled")
-            for future in done:
-                kind, key = self.pending.pop(future)
-                if kind == "tasks":
-                    self._tasks_done(key, future)
-                else:
-                    listing, offset = key
-                    self._page_done(
-                        listing, offset, future, on_item=self._dag_found if listing is dags else None
-                    )
+            if future is None:
+                continue
+            kind, key = self.pending.pop(future)
+            if kind == "tasks":
+                self._tasks_done(key, future)
+            else:
+                listing, offset = key
+                self._page_done(listing, offset, future, on_item=self._dag_found if listing is dags else None)
 
     def _page_done(
         self, listing: _List, offset: int, future: Future[Any], on_item: Callable[[str], None] | None

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from airflow_provider_coremodels import __version__
+from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.model import (
     ASSET,
     DAG,
@@ -194,6 +195,7 @@ def decode(data: bytes | str) -> Any:
         raise ValueError(_first_line(str(exc))) from None
 
 
+@gc_paused()
 def parse_artifacts(
     dags: bytes | str | None,
     tasks: bytes | str | None = None,
@@ -235,6 +237,7 @@ def parse_artifacts(
     )
 
 
+@gc_paused()
 def build_estate(
     dags: Any,
     tasks: Any = ABSENT,
