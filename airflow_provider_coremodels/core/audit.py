@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.model import ASSET, DAG, Dataset, Estate, Finding, Severity
 
 CONFORMANCE = "Conformance"
@@ -66,6 +67,7 @@ class AuditResult:
     baseline: BaselineStatus
 
 
+@gc_paused()
 def audit(
     estate: Estate, baseline: Baseline | None = None, *, no_baseline: str = "no baseline given"
 ) -> AuditResult:
