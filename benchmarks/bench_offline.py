@@ -1,0 +1,441 @@
+"""Benchmark 1: the offline audit path against the physical floor of the same input.
+
+The pipeline is what ``python -m airflow_provider_coremodels audit --dags D --tasks T --datasets A
+--format json`` does before it prints: read the three files' bytes, ``parse_artifacts``, ``audit``,
+``build_document`` (fingerprint and snapshot cap included) and ``encode`` the snapshot document.
+The floor is the least any tool must do with the same input: read the same bytes and
+``json.loads`` them with the standard library. Both are timed side by side in this one process,
+interleaved, ``--repeat`` times each after one warm-up run; the medians are compared.
+
+Peak memory is measured for each in a fresh subprocess (so that neither inherits the other's
+heap), two ways:
+
+* RSS: the process's peak resident size at the end (``VmHWM`` in ``/proc/self/status``), less
+  its resident size after the imports. This is what the operating system has to give the
+  process (what an OOM killer or a worker's memory limit sees), allocator overhead and
+  fragmentation included. It is the figure the targets are judged on. Not
+  ``getrusage(RUSAGE_SELF).ru_maxrss``: Linux carries the parent's high-water mark into a child
+  across ``vfork`` + ``exec`` (which ``subprocess`` uses), so a child started by this process,
+  after it has timed L, would report this process's peak, not its own. ``VmHWM`` belongs to
+  the child's own address space (``ru_maxrss`` is the fallback off Linux).
+* Python heap: ``tracemalloc``'s peak of traced allocations, less its size after the imports.
+  Allocator-independent and exact, a cross-check (it misses allocator overhead, and slows the
+  run, which does not matter in a memory-only subprocess).
+
+"Holding the decoded artifacts" is the memory held once the three documents are decoded and
+their bytes released (the same subprocess as the floor, measured after the floor's peak).
+
+    python benchmarks/bench_offline.py                    # S, M and L, 5 repetitions
+    python benchmarks/bench_offline.py --sizes S --repeat 3
+    python benchmarks/bench_offline.py --sizes L --profile   # + a profile of one pipeline run
+
+Estates are generated (``generate_estate.py``, seed 0) into a temporary directory, or into
+``--estates DIR`` where they are kept and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+try:
+    import airflow_provider_coremodels  # noqa: F401
+except ImportError:  # a checkout without the package installed: the core needs only the stdlib
+    sys.path.insert(0, str(REPO))
+
+from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
+from airflow_provider_coremodels.core.document import encode  # noqa: E402
+from airflow_provider_coremodels.core.render import render_json  # noqa: E402
+
+sys.path.insert(0, str(HERE))
+from generate_estate import dag_count  # noqa: E402
+
+ARTIFACTS = ("dags", "tasks", "datasets")
+TARGET_TIME_RATIO = 1.0
+TARGET_MEMORY_RATIO = 1.5
+TARGET_SCALING = 1.15
+
+
+# -- the two workloads --------------------------------------------------------------------
+
+
+def _read(paths: dict[str, Path]) -> tuple[bytes, bytes, bytes]:
+    return paths["dags"].read_bytes(), paths["tasks"].read_bytes(), paths["datasets"].read_bytes()
+
+
+def floor(paths: dict[str, Path]) -> list[Any]:
+    """Read the three files and decode them with the standard library: the physical floor."""
+    return [json.loads(data) for data in _read(paths)]
+
+
+def floor_gc_off(paths: dict[str, Path]) -> list[Any]:
+    """The floor with the cyclic garbage collector off while decoding: what decoding itself costs.
+
+    With the collector on (the interpreter's default), every full collection during a decode
+    traverses every container decoded so far; at L that is most of json.loads' time.
+    """
+    gc.disable()
+    try:
+        return floor(paths)
+    finally:
+        gc.enable()
+
+
+def _parse(paths: dict[str, Path]) -> Any:
+    # As the CLI's _parse_files: the bytes live until parse_artifacts returns.
+    dags, tasks, datasets = _read(paths)
+    return parse_artifacts(dags, tasks, datasets, lossiness=[])
+
+
+def pipeline(paths: dict[str, Path], stages: dict[str, float] | None = None) -> bytes:
+    """The offline audit path: read, parse, audit, build the document (fingerprint, cap), encode."""
+    t0 = time.perf_counter()
+    estate = _parse(paths)
+    t1 = time.perf_counter()
+    result = audit(estate, None)
+    t2 = time.perf_counter()
+    document = build_document(estate, result)
+    t3 = time.perf_counter()
+    data = encode(document)
+    t4 = time.perf_counter()
+    if stages is not None:
+        stages.update({"read+parse": t1 - t0, "audit": t2 - t1, "build_document": t3 - t2, "encode": t4 - t3})
+    return data
+
+
+def time_render_json(paths: dict[str, Path]) -> float:
+    """What ``--format json`` prints instead of ``encode``: indented JSON. Informational, untimed pass."""
+    estate = _parse(paths)
+    document = build_document(estate, audit(estate, None))
+    gc.collect()
+    start = time.perf_counter()
+    render_json(document)
+    return time.perf_counter() - start
+
+
+# -- timing -------------------------------------------------------------------------------
+
+
+def _timed(func: Callable[[], Any], cpu: list[float] | None = None) -> float:
+    """Wall seconds of one call (and its CPU seconds appended to ``cpu``), after a full collection."""
+    gc.collect()
+    start_cpu = time.process_time()
+    start = time.perf_counter()
+    result = func()
+    elapsed = time.perf_counter() - start
+    if cpu is not None:
+        cpu.append(time.process_time() - start_cpu)
+    del result  # freeing the result is not timed: the floor's decoded documents, the pipeline's bytes
+    return elapsed
+
+
+def time_size(paths: dict[str, Path], repeat: int) -> dict[str, Any]:
+    """Floor, strict floor and pipeline, interleaved, ``repeat`` times each after a warm-up."""
+    wall: dict[str, list[float]] = {"floor": [], "floor_gc_off": [], "pipeline": []}
+    cpu: dict[str, list[float]] = {"floor": [], "floor_gc_off": [], "pipeline": []}
+    stage_runs = []
+    _timed(lambda: floor(paths))  # warm-up: page cache, allocator arenas
+    _timed(lambda: pipeline(paths))
+    for _ in range(repeat):
+        wall["floor"].append(_timed(lambda: floor(paths), cpu["floor"]))
+        wall["floor_gc_off"].append(_timed(lambda: floor_gc_off(paths), cpu["floor_gc_off"]))
+        stages: dict[str, float] = {}
+        wall["pipeline"].append(_timed(lambda stages=stages: pipeline(paths, stages), cpu["pipeline"]))
+        stage_runs.append(stages)
+    medians = {k: statistics.median(run[k] for run in stage_runs) for k in stage_runs[0]}
+    medians["render_json"] = time_render_json(paths)
+    out: dict[str, Any] = {name: statistics.median(times) for name, times in wall.items()}
+    out.update({f"{name}_cpu": statistics.median(times) for name, times in cpu.items()})
+    out.update({f"{name}_all": times for name, times in wall.items()})
+    out["stages"] = medians
+    return out
+
+
+# -- memory (each in a fresh subprocess) --------------------------------------------------
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss() -> int:
+    """This address space's peak resident size in bytes (VmHWM), not inherited from a parent."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _child(kind: str, method: str, directory: Path) -> dict[str, int]:
+    paths = {name: directory / f"{name}.json" for name in ARTIFACTS}
+    gc.collect()
+    out: dict[str, int] = {}
+    if method == "tracemalloc":
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+    else:
+        base = _rss()
+    if kind == "floor":
+        docs = floor(paths)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] if method == "tracemalloc" else _rss()
+        out["held"] = held - base
+        del docs
+    else:
+        pipeline(paths)
+    if method == "tracemalloc":
+        out["peak"] = tracemalloc.get_traced_memory()[1] - base
+    else:
+        out["peak"] = peak_rss() - base
+    return out
+
+
+def measure_memory(directory: Path, kind: str, method: str) -> dict[str, int]:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, method, str(directory)]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+# -- estates ------------------------------------------------------------------------------
+
+
+def estate_dir(root: Path, size: str, seed: int) -> dict[str, Path]:
+    """Generate (in a subprocess, keeping this process's heap clean) unless already there."""
+    directory = root / f"{size}-seed{seed}"
+    paths = {name: directory / f"{name}.json" for name in ARTIFACTS}
+    if not all(p.exists() for p in paths.values()):
+        subprocess.run(
+            [sys.executable, str(HERE / "generate_estate.py"), "--size", size, "--seed", str(seed),
+             "--out", str(directory)],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+    return paths
+
+
+# -- report -------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = ""
+    try:
+        total_kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f", {total_kb / 1024**2:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores{memory}; Python {platform.python_version()} ({sys.executable})"
+
+
+def load_note(when: str) -> str:
+    """The 1-minute load average: other work on the machine slows every figure, the floor included."""
+    try:
+        load = float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return f"load average {when}: unknown"
+    cores = os.cpu_count() or 1
+    warning = ""
+    if load > cores / 2:  # a benchmark that has been running counts about 1 itself
+        warning = (
+            f" -- WARNING: over half of the {cores} cores busy: wall times may be inflated by other work"
+        )
+    return f"load average {when}: {load:.2f}{warning}"
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:,.0f}" if n >= 10e6 else f"{n / 1e6:,.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes", default="S,M,L", help="comma-separated: S, M, L or DAG counts (default S,M,L)"
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="timed repetitions per size (default 5)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--estates", help="keep and reuse generated estates in this directory")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
+    parser.add_argument("--profile", action="store_true", help="profile one pipeline run at the largest size")
+    parser.add_argument("--json", help="also write the raw results to this file")
+    parser.add_argument("--child", nargs=3, metavar=("KIND", "METHOD", "DIR"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.child:
+        kind, method, directory = args.child
+        print(json.dumps(_child(kind, method, Path(directory))))
+        return 0
+
+    sizes = [s.strip().upper() for s in args.sizes.split(",") if s.strip()]
+    print(f"machine: {machine()}")
+    print(f"repetitions: {args.repeat} (medians), seed {args.seed}; {load_note('at the start')}\n")
+    with tempfile.TemporaryDirectory(prefix="coremodels-bench-") as tmp:
+        root = Path(args.estates) if args.estates else Path(tmp)
+        results: dict[str, dict[str, Any]] = {}
+        for size in sizes:
+            paths = estate_dir(root, size, args.seed)
+            row: dict[str, Any] = {
+                "dags": dag_count(size),
+                "bytes": sum(p.stat().st_size for p in paths.values()),
+            }
+            print(f"{size}: {row['dags']:,} DAGs, {mb(row['bytes'])} MB of artifacts ...", flush=True)
+            row.update(time_size(paths, args.repeat))
+            if not args.no_memory:
+                for method in ("rss", "tracemalloc"):
+                    row[f"floor_{method}"] = measure_memory(paths["dags"].parent, "floor", method)
+                    row[f"pipeline_{method}"] = measure_memory(paths["dags"].parent, "pipeline", method)
+            results[size] = row
+        report(results, sizes)
+        print(f"\n{load_note('at the end')}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2))
+        if args.profile:
+            profile(estate_dir(root, sizes[-1], args.seed))
+    return 0
+
+
+def report(results: dict[str, dict[str, Any]], sizes: list[str]) -> None:
+    print("\nTime (median seconds)")
+    print("| size | DAGs | MB in | floor: read + json.loads | pipeline "
+          f"| time ratio (target at L <= {TARGET_TIME_RATIO}) "
+          "| strict floor: json.loads, GC off | pipeline / strict floor |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        r = results[size]
+        print(f"| {size} | {r['dags']:,} | {mb(r['bytes'])} | {r['floor']:.3f} | {r['pipeline']:.3f} "
+              f"| {r['pipeline'] / r['floor']:.2f} | {r['floor_gc_off']:.3f} "
+              f"| {r['pipeline'] / r['floor_gc_off']:.2f} |")  # fmt: skip
+
+    print("\nCPU time of the same runs (median seconds of this process's CPU: less sensitive to other load)")
+    print("| size | floor | pipeline | time ratio | strict floor (GC off) | pipeline / strict floor |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for size in sizes:
+        r = results[size]
+        floor_cpu, strict_cpu, pipeline_cpu = r["floor_cpu"], r["floor_gc_off_cpu"], r["pipeline_cpu"]
+        print(f"| {size} | {floor_cpu:.3f} | {pipeline_cpu:.3f} | {pipeline_cpu / floor_cpu:.2f} "
+              f"| {strict_cpu:.3f} | {pipeline_cpu / strict_cpu:.2f} |")  # fmt: skip
+
+    print(
+        "\nPipeline stages (median seconds; render_json, what --format json prints, is not in the pipeline)"
+    )
+    stage_names = list(results[sizes[0]]["stages"])
+    print("| size | " + " | ".join(stage_names) + " |")
+    print("|---|" + "---:|" * len(stage_names))
+    for size in sizes:
+        stages = results[size]["stages"]
+        print(f"| {size} | " + " | ".join(f"{stages[k]:.3f}" for k in stage_names) + " |")
+
+    if "floor_rss" in results[sizes[0]]:
+        print("\nPeak memory (MB above the process after its imports; each in a fresh subprocess)")
+        print(f"| size | method | holding the decoded artifacts | floor peak | pipeline peak "
+              f"| pipeline / holding (target <= {TARGET_MEMORY_RATIO}) | pipeline / floor |")  # fmt: skip
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for size in sizes:
+            r = results[size]
+            for method, label in (("rss", "RSS (VmHWM)"), ("tracemalloc", "Python heap (tracemalloc)")):
+                held, fpeak = r[f"floor_{method}"]["held"], r[f"floor_{method}"]["peak"]
+                ppeak = r[f"pipeline_{method}"]["peak"]
+                print(f"| {size} | {label} | {mb(held)} | {mb(fpeak)} | {mb(ppeak)} | {ppeak / held:.2f} "
+                      f"| {ppeak / fpeak:.2f} |")  # fmt: skip
+
+    if "M" in results and "L" in results:
+        m, big = results["M"], results["L"]
+        print(f"\nScaling M -> L (time_L / (10 x time_M); target <= {TARGET_SCALING})")
+        print(f"| pipeline | {big['pipeline'] / (10 * m['pipeline']):.2f} |")
+        print(f"| floor | {big['floor'] / (10 * m['floor']):.2f} |")
+        print(f"| strict floor (GC off) | {big['floor_gc_off'] / (10 * m['floor_gc_off']):.2f} |")
+        print(f"| pipeline, CPU time | {big['pipeline_cpu'] / (10 * m['pipeline_cpu']):.2f} |")
+
+    if "L" in results:
+        r = results["L"]
+        checks = [("time ratio at L", r["pipeline"] / r["floor"], TARGET_TIME_RATIO)]
+        if "pipeline_rss" in r:
+            checks.append(("peak RSS / holding at L", r["pipeline_rss"]["peak"] / r["floor_rss"]["held"],
+                           TARGET_MEMORY_RATIO))  # fmt: skip
+        if "M" in results:
+            checks.append(
+                ("M -> L vs linear", r["pipeline"] / (10 * results["M"]["pipeline"]), TARGET_SCALING)
+            )
+        print("\nTargets")
+        for name, value, target in checks:
+            print(f"  {name}: {value:.2f} (target <= {target}) {'met' if value <= target else 'MISSED'}")
+
+
+def gc_time(paths: dict[str, Path]) -> tuple[float, dict[int, tuple[int, float]]]:
+    """One pipeline run, with the time spent in cyclic garbage collections by generation."""
+    by_generation: dict[int, list[float]] = {0: [], 1: [], 2: []}
+    started: list[float] = []
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        else:
+            by_generation[info["generation"]].append(time.perf_counter() - started.pop())
+
+    gc.collect()
+    gc.callbacks.append(callback)
+    try:
+        start = time.perf_counter()
+        pipeline(paths)
+        total = time.perf_counter() - start
+    finally:
+        gc.callbacks.remove(callback)
+    return total, {g: (len(times), sum(times)) for g, times in by_generation.items()}
+
+
+def profile(paths: dict[str, Path]) -> None:
+    """One pipeline run under pyinstrument when installed, else cProfile; and the GC's share."""
+    total, collections = gc_time(paths)
+    print(f"\nGarbage collection during one pipeline run of {total:.2f} s:")
+    for generation, (count, seconds) in collections.items():
+        print(
+            f"  generation {generation}: {count} collections, {seconds:.2f} s ({100 * seconds / total:.0f}%)"
+        )
+    gc.collect()
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        import cProfile
+        import pstats
+
+        print("\nProfile (cProfile; pip install pyinstrument for a call tree)")
+        profiler = cProfile.Profile()
+        profiler.runcall(pipeline, paths)
+        stats = pstats.Stats(profiler)
+        stats.sort_stats("tottime").print_stats(25)
+        return
+    print("\nProfile (pyinstrument, one pipeline run): call tree")
+    sampler = Profiler(interval=0.001)
+    sampler.start()
+    pipeline(paths)
+    sampler.stop()
+    print(sampler.output_text(unicode=True, color=False, time="percent_of_total"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
