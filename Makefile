@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test lint bench-smoke clean
 
 # constraints.txt pins every package of a known-good install (as Airflow's own constraint files
 # do): pip resolves at once instead of backtracking through botocore, s3fs and fastapi releases.
@@ -26,6 +26,11 @@ test: install lint
 lint: install
 	$(PY) -m ruff check airflow_provider_coremodels tests example_dags
 	$(PY) -m mypy airflow_provider_coremodels
+
+# The benchmarks at size S, once: keeps the scripts working (CI runs it); figures need the full sizes.
+bench-smoke: install
+	$(PY) benchmarks/bench_offline.py --sizes S --repeat 1 --no-memory
+	$(PY) benchmarks/bench_capture.py --size S --concurrency 16 --repeat 1
 
 clean:
 	rm -rf $(VENV) coremodels-out .pytest_cache .ruff_cache .mypy_cache .hypothesis
