@@ -76,7 +76,7 @@ class _Dag(TypedDict, total=False):
     is_paused: Any
     schedule_interval: Any
     timetable_summary: Any
-    bundle_name: Any  # these three only tell the API generation apart
+    bundle_name: Any  # these three only tell the API generation apart (_API_HINTS)
     is_stale: Any
     is_active: Any
 
@@ -580,17 +580,11 @@ def asset_name(uri: str) -> str:
 
 # -- reduction: what a capture keeps of each object when it keeps no raw responses -----------
 
-_DAG_KEYS = (
-    "dag_id",
-    "description",
-    "fileloc",
-    "tags",
-    "owners",
-    "is_paused",
-    "schedule_interval",
-    "timetable_summary",
-)
-_TASK_KEYS = ("task_id", "operator_name", "owner")
+# The same keys as the typed decode reads (one list to keep up to date), less those that only
+# tell an offline parse the API generation (a capture knows it) and class_ref (cut down below).
+_API_HINTS = ("bundle_name", "is_stale", "is_active")
+_DAG_KEYS = tuple(key for key in _Dag.__annotations__ if key not in _API_HINTS)
+_TASK_KEYS = tuple(key for key in _Task.__annotations__ if key != "class_ref")
 
 
 def reduce_dag(raw: Any) -> Any:
