@@ -45,6 +45,12 @@ class SnapshotDocumentError(InputError):
     what = "snapshot document"
 
 
+class WaiverFileError(InputError):
+    """A waiver file (``--waivers``, the operator's ``waivers``) is malformed: refused whole."""
+
+    what = "waiver file"
+
+
 class CapabilityError(CoreModelsError):
     """The connector was asked for something its capabilities refuse."""
 

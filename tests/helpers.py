@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
+from airflow_provider_coremodels.core import Estate, audit, build_document, parse_artifacts
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -30,3 +30,14 @@ def document_for(dags: Any, tasks: Any = None, datasets: Any = None, **kwargs: A
 
 def codes(document: dict[str, Any]) -> list[tuple[str, str]]:
     return [(f["code"], f["subject"]) for f in document["findings"]]
+
+
+def recorded_estate(generation: str = "airflow3") -> Estate:
+    """The estate of the recorded fixtures (example_dags/estate as a real server served it)."""
+    paths = artifact_paths(generation)
+    return parse_artifacts(*(paths[name].read_bytes() for name in ("dags", "tasks", "datasets")))
+
+
+def recorded_document(generation: str = "airflow3", **audit_kwargs: Any) -> dict[str, Any]:
+    estate = recorded_estate(generation)
+    return build_document(estate, audit(estate, **audit_kwargs))

@@ -7,41 +7,22 @@ whole audit runs in time linear in the estate.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.model import ASSET, DAG, Dataset, Estate, Finding, Severity
-
-CONFORMANCE = "Conformance"
-COVERAGE = "Coverage"
-DRIFT = "Drift"
+from airflow_provider_coremodels.core.rules import CONFORMANCE, COVERAGE, DRIFT, MESSAGES
+from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
 
 DEFAULT_OWNER = "airflow"
 
 SEVERITY_RANK = {"Info": 1, "Warning": 2, "Error": 3}
 #: ``--fail-on`` / ``fail_on``: the lowest severity that fails the run (None: never).
 FAIL_ON = {"never": None, "info": 1, "warning": 2, "error": 3}
-
-MESSAGES = {
-    "dag-no-description": "DAG has no description — pipelines without stated intent resist governance.",
-    "dag-no-owner": "DAG has no owner but the default — nobody is accountable for this pipeline.",
-    "asset-unproduced": (
-        "Asset is consumed but no DAG in this deployment produces it — an ungoverned upstream "
-        "dependency whose freshness orchestration cannot see."
-    ),
-    "paused-producer": (
-        "Every producer of this asset is paused while active DAGs still consume it — "
-        "consumers will silently run on stale data."
-    ),
-    "dataset-unmapped": "Dataset is not in the baseline — it is new since the governed snapshot.",
-    "field-unmapped": "Task is not in the baseline — it is new since the governed snapshot.",
-    "dataset-removed": "Dataset is in the baseline but gone from the estate.",
-    "field-removed": "Task is in the baseline but gone from its DAG.",
-    "field-type-drift": "Task's operator class changed since the baseline.",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +50,17 @@ class AuditResult:
 
 @gc_paused()
 def audit(
-    estate: Estate, baseline: Baseline | None = None, *, no_baseline: str = "no baseline given"
+    estate: Estate,
+    baseline: Baseline | None = None,
+    *,
+    no_baseline: str = "no baseline given",
+    waivers: Sequence[Waiver] = (),
+    today: dt.date | None = None,
 ) -> AuditResult:
-    """Run every rule; findings come back sorted by (section, code, subject).
+    """Run every rule, apply the waivers; findings come back sorted by (section, code, subject).
 
     ``no_baseline`` is the reason recorded when there is no baseline to compare against.
+    ``today`` decides which waivers have expired (default: today's date in UTC).
     """
     findings = list(conformance(estate))
     if baseline is None:
@@ -87,6 +74,8 @@ def audit(
     else:
         status = BaselineStatus(True, fingerprint=baseline.fingerprint)
         findings.extend(drift(estate, baseline.estate))
+    if waivers:
+        findings = apply_waivers(findings, waivers, today or dt.datetime.now(dt.timezone.utc).date())
     findings.sort(key=lambda f: (f.section, f.code, f.subject, f.detail or ""))
     return AuditResult(tuple(findings), status)
 

@@ -25,6 +25,7 @@ from airflow_provider_coremodels.core.model import (
     Edge,
     Estate,
     Field,
+    Finding,
     Lossiness,
     State,
 )
@@ -65,6 +66,20 @@ def dataset_json(dataset: Dataset) -> dict[str, Any]:
 
 def edge_json(edge: Edge) -> dict[str, Any]:
     return {"dependent": edge.dependent, "dependsOn": edge.depends_on, "external": edge.external}
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "section": finding.section,
+        "severity": finding.severity.value,
+        "code": finding.code,
+        "subject": finding.subject,
+        "message": finding.message,
+        "detail": finding.detail,
+    }
+    if finding.waived is not None:
+        out["waived"] = {"reason": finding.waived.reason, "expires": finding.waived.expires}
+    return out
 
 
 def lossiness_json(record: Lossiness) -> dict[str, Any]:
@@ -121,17 +136,7 @@ def _build_document(estate: Estate, result: AuditResult, max_snapshot_bytes: int
         },
         "datasets": datasets,
         "lineage": lineage,
-        "findings": [
-            {
-                "section": f.section,
-                "severity": f.severity.value,
-                "code": f.code,
-                "subject": f.subject,
-                "message": f.message,
-                "detail": f.detail,
-            }
-            for f in result.findings
-        ],
+        "findings": [finding_json(f) for f in result.findings],
         "lossiness": [lossiness_json(r) for r in estate.lossiness],
         "lineageEdgesSkipped": estate.lineage_edges_skipped,
         "snapshotStored": True,

@@ -90,8 +90,16 @@ class Lossiness:
 
 
 @dataclass(frozen=True, slots=True)
+class Waived:
+    """The waiver that covers a finding: why, and until when (an ISO date, or None for no end)."""
+
+    reason: str
+    expires: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
-    """One audit result."""
+    """One audit result; ``waived`` is set when a waiver covers it (it then never fails a run)."""
 
     section: str
     severity: Severity
@@ -99,6 +107,7 @@ class Finding:
     subject: str
     message: str
     detail: str | None = None
+    waived: Waived | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,116 @@
+"""The catalogue of finding codes: section, severity, message and help, declared once.
+
+The audit takes its messages from here, the waiver file checks codes against it, and the
+SARIF rendering turns each entry into a rule with its help text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_provider_coremodels.core.model import Severity
+
+CONFORMANCE = "Conformance"
+COVERAGE = "Coverage"
+DRIFT = "Drift"
+WAIVERS = "Waivers"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    code: str
+    section: str
+    severity: Severity
+    message: str
+    help: str  # why it matters and what to do, for SARIF and the docs
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "dag-no-description",
+        CONFORMANCE,
+        Severity.INFO,
+        "DAG has no description — pipelines without stated intent resist governance.",
+        "Give the DAG a `description` saying what it produces and for whom. Governance tools and "
+        "on-call engineers read it to decide whether a failure matters.",
+    ),
+    Rule(
+        "dag-no-owner",
+        CONFORMANCE,
+        Severity.WARNING,
+        "DAG has no owner but the default — nobody is accountable for this pipeline.",
+        "Set `owner` in the DAG's `default_args` (or on its tasks) to the team that answers for it; "
+        "the default owner `airflow` names nobody.",
+    ),
+    Rule(
+        "asset-unproduced",
+        CONFORMANCE,
+        Severity.WARNING,
+        "Asset is consumed but no DAG in this deployment produces it — an ungoverned upstream "
+        "dependency whose freshness orchestration cannot see.",
+        "Declare the asset as an outlet of the task that writes it, or, if another system writes it, "
+        "record that producer (an external DAG or a waiver stating who owns it).",
+    ),
+    Rule(
+        "paused-producer",
+        CONFORMANCE,
+        Severity.WARNING,
+        "Every producer of this asset is paused while active DAGs still consume it — "
+        "consumers will silently run on stale data.",
+        "Unpause a producer, or pause the consumers too, or move them to another source: "
+        "while every producer is paused the consumers' inputs never refresh.",
+    ),
+    Rule(
+        "dataset-unmapped",
+        COVERAGE,
+        Severity.INFO,
+        "Dataset is not in the baseline — it is new since the governed snapshot.",
+        "A DAG or asset appeared since the baseline snapshot. Review it and accept the new snapshot "
+        "as the baseline once it is governed.",
+    ),
+    Rule(
+        "field-unmapped",
+        COVERAGE,
+        Severity.INFO,
+        "Task is not in the baseline — it is new since the governed snapshot.",
+        "A task appeared in a DAG since the baseline snapshot. Review it and accept the new snapshot "
+        "as the baseline once it is governed.",
+    ),
+    Rule(
+        "dataset-removed",
+        DRIFT,
+        Severity.WARNING,
+        "Dataset is in the baseline but gone from the estate.",
+        "A DAG or asset of the baseline is gone. If that was intended, accept the new snapshot as the "
+        "baseline; otherwise check the DAG's import errors and its bundle.",
+    ),
+    Rule(
+        "field-removed",
+        DRIFT,
+        Severity.WARNING,
+        "Task is in the baseline but gone from its DAG.",
+        "A task of the baseline is gone from a DAG that is still present. Check downstream consumers "
+        "that relied on it before accepting the new baseline.",
+    ),
+    Rule(
+        "field-type-drift",
+        DRIFT,
+        Severity.WARNING,
+        "Task's operator class changed since the baseline.",
+        "A task now runs a different operator class than in the baseline; what it produces may have "
+        "changed with it.",
+    ),
+    Rule(
+        "waiver-expired",
+        WAIVERS,
+        Severity.WARNING,
+        "Waiver has expired — the findings it covered count again until it is renewed or removed.",
+        "Renew the waiver with a new `expires` date and a current reason, or remove it and fix the "
+        "findings it covered.",
+    ),
+)
+
+BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}
+MESSAGES: dict[str, str] = {rule.code: rule.message for rule in RULES}
+#: Codes a waiver may name: every rule's, except the one that reports an expired waiver.
+WAIVABLE: tuple[str, ...] = tuple(rule.code for rule in RULES if rule.section != WAIVERS)

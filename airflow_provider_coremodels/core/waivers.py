@@ -1,0 +1,154 @@
+"""Waivers: findings a team has looked at and accepted, for a stated reason, until a date.
+
+A waiver names a finding code, a glob over subjects, a reason and optionally the last day it
+holds. A waived finding is still reported, marked with the waiver's reason, and never fails
+a run; a waiver past its date waives nothing and becomes a finding itself, so an accepted
+risk cannot quietly outlive the decision that accepted it.
+
+The file is YAML or JSON (JSON is YAML); a malformed one is refused whole, with an error
+that names the entry and the problem, rather than half-applied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no annotations
+
+from airflow_provider_coremodels.core.model import Finding, Severity, Waived
+from airflow_provider_coremodels.core.rules import MESSAGES, WAIVABLE, WAIVERS
+from airflow_provider_coremodels.errors import WaiverFileError
+
+WAIVER_EXPIRED = "waiver-expired"
+
+_KEYS = ("code", "subject", "reason", "expires")
+
+
+@dataclass(frozen=True, slots=True)
+class Waiver:
+    """Waive findings of ``code`` whose subject matches the glob ``subject``, through ``expires``."""
+
+    code: str
+    subject: str
+    reason: str
+    expires: dt.date | None = None
+
+    def matches(self, finding: Finding) -> bool:
+        return finding.code == self.code and fnmatchcase(finding.subject, self.subject)
+
+    def expired(self, today: dt.date) -> bool:
+        """A waiver holds through its expiry date, and lapses the day after."""
+        return self.expires is not None and today > self.expires
+
+    def as_waived(self) -> Waived:
+        return Waived(self.reason, self.expires.isoformat() if self.expires else None)
+
+
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]
+    """Safe YAML that leaves dates as text, so a bad one (2027-02-30) gets our message, not YAML's."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def parse_waivers(data: bytes | str) -> tuple[Waiver, ...]:
+    """Read a waiver file: a list of waivers, or ``{"waivers": [...]}``. Raises WaiverFileError."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise WaiverFileError("is not UTF-8 text") from None
+    try:
+        value = yaml.load(data, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise WaiverFileError(f"is not valid YAML or JSON{where}: {problem}") from None
+    if value is None:
+        return ()  # an empty file waives nothing
+    if isinstance(value, dict) and set(value) == {"waivers"}:
+        value = value["waivers"]
+    if not isinstance(value, list):
+        raise WaiverFileError('must be a list of waivers (or {"waivers": [...]})')
+    return waivers_from_value(value)
+
+
+def waivers_from_value(entries: Iterable[Any]) -> tuple[Waiver, ...]:
+    """Validate waivers given as plain data (a parsed file, or the operator's ``waivers`` list)."""
+    return tuple(_waiver(entry, f"waivers[{i}]") for i, entry in enumerate(entries))
+
+
+def _waiver(entry: Any, where: str) -> Waiver:
+    if not isinstance(entry, dict):
+        raise WaiverFileError(f"{where} must be a mapping with code, subject and reason")
+    unknown = sorted(str(k) for k in entry if k not in _KEYS)
+    if unknown:
+        raise WaiverFileError(f"{where} has unknown key(s) {', '.join(unknown)}; expected {', '.join(_KEYS)}")
+    code, subject, reason = (_text(entry, key, where) for key in ("code", "subject", "reason"))
+    if code not in WAIVABLE:
+        raise WaiverFileError(
+            f"{where}.code {code!r} is not a finding code that can be waived; "
+            f"expected one of {', '.join(sorted(WAIVABLE))}"
+        )
+    return Waiver(code, subject, reason, _date(entry.get("expires"), f"{where}.expires"))
+
+
+def _text(entry: dict[str, Any], key: str, where: str) -> str:
+    value = entry.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise WaiverFileError(f"{where}.{key} must be a non-empty string")
+    return value.strip()
+
+
+def _date(value: Any, where: str) -> dt.date | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):  # given as plain data, e.g. the operator's waivers list
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise WaiverFileError(f"{where} must be a date written YYYY-MM-DD, got {value!r}")
+
+
+def apply_waivers(findings: Sequence[Finding], waivers: Sequence[Waiver], today: dt.date) -> list[Finding]:
+    """Mark each finding the first live matching waiver covers; add a finding per expired waiver.
+
+    The result is unsorted; the audit sorts it with the rest.
+    """
+    live = [w for w in waivers if not w.expired(today)]
+    out = []
+    for finding in findings:
+        waiver = next((w for w in live if w.matches(finding)), None)
+        out.append(dataclasses.replace(finding, waived=waiver.as_waived()) if waiver else finding)
+    seen: set[tuple[str, str]] = set()
+    for waiver in waivers:
+        if waiver.expired(today) and (waiver.code, waiver.subject) not in seen:
+            seen.add((waiver.code, waiver.subject))
+            out.append(expired_finding(waiver))
+    return out
+
+
+def expired_finding(waiver: Waiver) -> Finding:
+    assert waiver.expires is not None
+    return Finding(
+        WAIVERS,
+        Severity.WARNING,
+        WAIVER_EXPIRED,
+        f"{waiver.code} {waiver.subject}",
+        MESSAGES[WAIVER_EXPIRED],
+        f"expired {waiver.expires.isoformat()}; reason was: {waiver.reason}",
+    )
