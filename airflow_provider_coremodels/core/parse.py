@@ -76,8 +76,9 @@ class _Dag(TypedDict, total=False):
     is_paused: Any
     schedule_interval: Any
     timetable_summary: Any
-    bundle_name: Any  # these three only tell the API generation apart (_API_HINTS)
-    is_stale: Any
+    bundle_name: Any  # Airflow 3: the DAG bundle and the file's path inside it
+    relative_fileloc: Any
+    is_stale: Any  # these two only tell the API generation apart (_API_HINTS)
     is_active: Any
 
 
@@ -327,6 +328,12 @@ def _dag_dataset(dag_id: str, raw: Mapping[str, Any], fields: Mapping[str, Field
     schedule = _schedule(raw)
     if schedule is not None:
         metadata["airflow.schedule"] = schedule
+    # Where the DAG's file lives inside its bundle (Airflow 3): what SARIF locates findings at.
+    bundle, relative = _text(raw.get("bundle_name")), _text(raw.get("relative_fileloc"))
+    if bundle:
+        metadata["airflow.bundle"] = bundle
+    if relative:
+        metadata["airflow.relativeFileloc"] = relative
     return Dataset(
         identity=dag_id,
         name=dag_id,
@@ -582,7 +589,7 @@ def asset_name(uri: str) -> str:
 
 # The same keys as the typed decode reads (one list to keep up to date), less those that only
 # tell an offline parse the API generation (a capture knows it) and class_ref (cut down below).
-_API_HINTS = ("bundle_name", "is_stale", "is_active")
+_API_HINTS = ("is_stale", "is_active")
 _DAG_KEYS = tuple(key for key in _Dag.__annotations__ if key not in _API_HINTS)
 _TASK_KEYS = tuple(key for key in _Task.__annotations__ if key != "class_ref")
 

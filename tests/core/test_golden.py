@@ -57,6 +57,8 @@ def test_airflow3_recorded_estate() -> None:
         "airflow.paused": "true",
         "airflow.owners": "data-eng,orders-oncall",
         "airflow.schedule": "0 5 * * *",
+        "airflow.bundle": "dags-folder",
+        "airflow.relativeFileloc": "orders.py",
     }
     assert datasets["load_orders"]["tags"] == ["lake", "orders"]
     assert datasets["load_orders"]["physicalName"].endswith("example_dags/estate/orders.py")
