@@ -28,17 +28,29 @@ def summary_line(document: dict[str, Any]) -> str:
 
 
 def findings_count_line(findings: list[dict[str, Any]]) -> str:
-    if not findings:
-        return "findings: none"
-    by_severity = Counter(f["severity"] for f in findings)
-    ordered = sorted(by_severity, key=lambda s: -SEVERITY_RANK.get(s, 0))
-    return f"findings: {len(findings)} (" + ", ".join(f"{by_severity[s]} {s}" for s in ordered) + ")"
+    """How many findings by severity; waived ones are counted apart, since they never fail a run."""
+    open_findings = [f for f in findings if not f.get("waived")]
+    waived = len(findings) - len(open_findings)
+    if not open_findings:
+        line = "findings: none"
+    else:
+        by_severity = Counter(f["severity"] for f in open_findings)
+        ordered = sorted(by_severity, key=lambda s: -SEVERITY_RANK.get(s, 0))
+        line = f"findings: {len(open_findings)} (" + ", ".join(f"{by_severity[s]} {s}" for s in ordered) + ")"
+    return f"{line}; {waived} waived" if waived else line
 
 
 def finding_line(finding: dict[str, Any]) -> str:
     """A finding on one line, as it appears in a task log."""
     line = f"{finding['severity']} {finding['code']} {finding['subject']}: {finding['message']}"
-    return f"{line} ({finding['detail']})" if finding.get("detail") else line
+    if finding.get("detail"):
+        line += f" ({finding['detail']})"
+    return f"{line} [{waived_text(finding['waived'])}]" if finding.get("waived") else line
+
+
+def waived_text(waived: dict[str, Any]) -> str:
+    text = f"waived: {waived.get('reason') or 'no reason given'}"
+    return f"{text}, until {waived['expires']}" if waived.get("expires") else text
 
 
 def render_table(document: dict[str, Any]) -> str:
@@ -50,7 +62,14 @@ def render_table(document: dict[str, Any]) -> str:
     if findings:
         rows = [("SEVERITY", "SECTION", "CODE", "SUBJECT", "DETAIL")]
         rows += [
-            (f["severity"], f["section"], f["code"], f["subject"], f.get("detail") or "") for f in findings
+            (
+                f["severity"],
+                f["section"],
+                f["code"],
+                f["subject"],
+                "; ".join(p for p in (f.get("detail"), f.get("waived") and waived_text(f["waived"])) if p),
+            )
+            for f in findings
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
         lines.append("")

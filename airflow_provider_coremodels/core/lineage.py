@@ -1,0 +1,423 @@
+"""The lineage picture: the DAG -> asset -> DAG graph of a snapshot document, drawn three ways.
+
+``LineageGraph.from_document`` reads the graph off a snapshot document (so the CLI, the
+markdown report and the UI page all draw the same thing), ``neighbourhood`` cuts it down to
+what surrounds one DAG or asset, and ``to_mermaid``, ``to_dot`` and ``to_svg`` draw it.
+Arrows follow the data: producing DAG -> asset -> consuming DAG.
+
+Every drawing marks paused DAGs, external DAGs (named by an edge, absent from the dags
+artifact) and nodes with open findings, in words as well as in colour, so the marks survive
+a renderer without styles. DAGs with no asset lineage are left out of the picture and
+counted instead: in an estate of thousands of DAGs most have none.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any, Literal
+
+from airflow_provider_coremodels.core.audit import SEVERITY_RANK
+
+NodeKind = Literal["dag", "asset", "external"]
+_KIND_ORDER = {"dag": 0, "external": 1, "asset": 2}
+_FINDING_KINDS = {
+    "dag-no-description": ("dag",),
+    "dag-no-owner": ("dag",),
+    "asset-unproduced": ("asset",),
+    "paused-producer": ("asset",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A DAG, an asset or an external DAG; ``key`` tells a DAG and an asset of the same name apart."""
+
+    id: str
+    kind: NodeKind
+    paused: bool = False
+    findings: tuple[str, ...] = ()  # open (unwaived) finding codes about this node
+    severity: str | None = None  # the highest of them
+
+    @property
+    def key(self) -> str:
+        return f"{'asset' if self.kind == 'asset' else 'dag'}:{self.id}"
+
+    def label(self) -> str:
+        marks = []
+        if self.paused:
+            marks.append("paused")
+        if self.kind == "external":
+            marks.append("external")
+        if self.findings:
+            count = len(self.findings)
+            marks.append(f"{count} finding{'s' if count != 1 else ''}")
+        return f"{self.id} ({', '.join(marks)})" if marks else self.id
+
+
+@dataclass(frozen=True, slots=True)
+class LineageGraph:
+    """Nodes in (kind, id) order and edges as (source key, target key) in the direction of the data."""
+
+    nodes: tuple[Node, ...]
+    edges: tuple[tuple[str, str], ...]
+    hidden_dags: tuple[str, ...] = ()  # described DAGs with no asset lineage, not drawn
+    _index: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index.update((node.key, node) for node in self.nodes)
+
+    def node(self, key: str) -> Node:
+        return self._index[key]
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> LineageGraph:
+        """Build the graph of a snapshot document; one stored without lineage has no picture."""
+        if "datasets" not in document or "lineage" not in document:
+            raise ValueError(
+                "the snapshot was stored without datasets and lineage (it exceeded the snapshot cap), "
+                "so it has no lineage to draw"
+            )
+        # Open findings by the node they are about. A DAG and an asset may share a name, so
+        # the code says which: dag-* codes are about DAGs, the asset rules about assets.
+        open_findings: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for finding in document.get("findings", []):
+            if not finding.get("waived"):
+                for kind in _FINDING_KINDS.get(finding["code"], ("dag", "asset")):
+                    open_findings[f"{kind}:{finding['subject']}"].append(finding)
+
+        described: dict[str, Node] = {}
+        assets: dict[str, Node] = {}
+        for dataset in document["datasets"]:
+            identity = dataset["identity"]
+            if dataset["materialization"] == "asset":
+                assets[identity] = _node(identity, "asset", False, open_findings)
+            else:
+                paused = dataset.get("metadata", {}).get("airflow.paused") == "true"
+                described[identity] = _node(identity, "dag", paused, open_findings)
+
+        externals: dict[str, Node] = {}
+        edges: set[tuple[str, str]] = set()
+        for edge in document["lineage"]:
+            dependent, depends_on, external = (
+                edge["dependent"],
+                edge["dependsOn"],
+                edge.get("external", False),
+            )
+            # The same reading as the audit's lineage_sides: the asset end is the one that is
+            # an asset while the other end is a described or external DAG.
+            if dependent in assets and (external or depends_on in described):
+                dag_id, asset_id, producing = depends_on, dependent, True
+            elif depends_on in assets and (external or dependent in described):
+                dag_id, asset_id, producing = dependent, depends_on, False
+            else:
+                continue  # neither end is an asset: nothing the picture can place
+            if dag_id not in described and dag_id not in externals:
+                externals[dag_id] = _node(dag_id, "external", False, open_findings)
+            dag_key, asset_key = f"dag:{dag_id}", f"asset:{asset_id}"
+            edges.add((dag_key, asset_key) if producing else (asset_key, dag_key))
+
+        linked = {key for edge in edges for key in edge}
+        nodes = [n for n in described.values() if n.key in linked]
+        nodes += [*externals.values(), *assets.values()]
+        hidden = sorted(dag_id for dag_id, n in described.items() if n.key not in linked)
+        return cls(_sorted(nodes), tuple(sorted(edges)), tuple(hidden))
+
+    def neighbourhood(self, center: str, depth: int = 2) -> LineageGraph:
+        """What lies within ``depth`` edges of the DAG or asset ``center``, in either direction.
+
+        Depth 2 from a DAG shows its assets and the DAGs on their other side; from an asset,
+        its producers and consumers and their other assets.
+        """
+        if depth < 0:
+            raise ValueError(f"depth must be 0 or more, got {depth}")
+        starts = [key for key in (f"dag:{center}", f"asset:{center}") if key in self._index]
+        if not starts:
+            if center in self.hidden_dags:
+                return LineageGraph((_node(center, "dag", False, {}),), ())
+            raise ValueError(f"no DAG or asset named {center!r} in the lineage")
+        adjacent: dict[str, set[str]] = defaultdict(set)
+        for source, target in self.edges:
+            adjacent[source].add(target)
+            adjacent[target].add(source)
+        distance = dict.fromkeys(starts, 0)
+        queue = deque(starts)
+        while queue:
+            key = queue.popleft()
+            if distance[key] == depth:
+                continue
+            for other in adjacent[key]:
+                if other not in distance:
+                    distance[other] = distance[key] + 1
+                    queue.append(other)
+        nodes = tuple(n for n in self.nodes if n.key in distance)
+        edges = tuple(e for e in self.edges if e[0] in distance and e[1] in distance)
+        return LineageGraph(nodes, edges)
+
+    def summary(self) -> str:
+        counts: dict[str, int] = defaultdict(int)
+        for node in self.nodes:
+            counts[node.kind] += 1
+        parts = [
+            _plural(counts["dag"], "DAG"),
+            _plural(counts["external"], "external DAG"),
+            _plural(counts["asset"], "asset"),
+            _plural(len(self.edges), "edge"),
+        ]
+        line = ", ".join(parts)
+        if self.hidden_dags:
+            line += f"; {_plural(len(self.hidden_dags), 'DAG')} without asset lineage not shown"
+        return line
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _node(identity: str, kind: NodeKind, paused: bool, findings: Mapping[str, list[dict[str, Any]]]) -> Node:
+    about = findings.get(f"{'asset' if kind == 'asset' else 'dag'}:{identity}", [])
+    codes = tuple(sorted({f["code"] for f in about}))
+    severity = max((f["severity"] for f in about), key=lambda s: SEVERITY_RANK.get(s, 0), default=None)
+    return Node(identity, kind, paused, codes, severity)
+
+
+def _sorted(nodes: Iterable[Node]) -> tuple[Node, ...]:
+    return tuple(sorted(nodes, key=lambda n: (_KIND_ORDER[n.kind], n.id)))
+
+
+# -- Mermaid --------------------------------------------------------------------------------
+
+_MERMAID_CLASSES = (
+    "classDef dag fill:#e8f1fb,stroke:#1f6feb,color:#0b2e59",
+    "classDef asset fill:#eaf6ec,stroke:#2da44e,color:#0f3d1c",
+    "classDef external fill:#ffffff,stroke:#8c959f,stroke-dasharray:3 3,color:#57606a",
+    "classDef paused fill:#eeeeee,stroke:#8c959f,stroke-dasharray:6 3,color:#57606a",
+    "classDef finding stroke:#d1242f,stroke-width:3px",
+)
+
+
+def to_mermaid(graph: LineageGraph) -> str:
+    """A Mermaid flowchart, left to right: renders in GitHub and GitLab markdown as it is."""
+    ids = {node.key: f"n{i}" for i, node in enumerate(graph.nodes)}
+    lines = ["flowchart LR", f"  %% {graph.summary()}"]
+    for node in graph.nodes:
+        text = _mermaid_text(node.label())
+        shape = f'[("{text}")]' if node.kind == "asset" else f'["{text}"]'
+        lines.append(f"  {ids[node.key]}{shape}")
+    lines.extend(f"  {ids[source]} --> {ids[target]}" for source, target in graph.edges)
+    lines.extend(f"  {line}" for line in _MERMAID_CLASSES)
+    for cls, members in _classes(graph).items():
+        if members:
+            lines.append(f"  class {','.join(ids[key] for key in members)} {cls}")
+    return "\n".join(lines)
+
+
+def _mermaid_text(text: str) -> str:
+    """Escape a label for a quoted Mermaid node: entity codes for what would end or format it."""
+    for char, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
+        text = text.replace(char, code)
+    return " ".join(text.split())
+
+
+def _classes(graph: LineageGraph) -> dict[str, list[str]]:
+    """Which nodes carry each style class; later classes win where Mermaid and CSS apply several."""
+    classes: dict[str, list[str]] = {"dag": [], "asset": [], "external": [], "paused": [], "finding": []}
+    for node in graph.nodes:
+        classes[node.kind].append(node.key)
+        if node.paused:
+            classes["paused"].append(node.key)
+        if node.findings:
+            classes["finding"].append(node.key)
+    return classes
+
+
+# -- Graphviz DOT ---------------------------------------------------------------------------
+
+
+def to_dot(graph: LineageGraph) -> str:
+    """A Graphviz digraph (``dot -Tsvg``), left to right, node ids quoted as the identities."""
+    lines = [
+        "digraph lineage {",
+        f"  // {graph.summary()}",
+        "  rankdir=LR;",
+        '  node [fontname="Helvetica", fontsize=11, shape=box, style="rounded,filled", '
+        'fillcolor="#e8f1fb", color="#1f6feb"];',
+        '  edge [color="#57606a"];',
+    ]
+    for node in graph.nodes:
+        attrs = {"label": node.label()}
+        style = ["rounded", "filled"]
+        if node.kind == "asset":
+            attrs.update(shape="cylinder", fillcolor="#eaf6ec", color="#2da44e")
+            style = ["filled"]
+        elif node.kind == "external":
+            attrs.update(fillcolor="#ffffff", color="#8c959f")
+            style.append("dashed")
+        if node.paused:
+            attrs.update(fillcolor="#eeeeee", color="#8c959f", fontcolor="#57606a")
+            style.append("dashed")
+        if node.findings:
+            attrs.update(color="#d1242f", penwidth="2.5")
+        attrs["style"] = ",".join(style)
+        rendered = ", ".join(f"{name}={_dot_string(value)}" for name, value in attrs.items())
+        lines.append(f"  {_dot_string(node.key)} [{rendered}];")
+    lines.extend(f"  {_dot_string(s)} -> {_dot_string(t)};" for s, t in graph.edges)
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _dot_string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "")
+    return f'"{escaped}"'
+
+
+# -- SVG ------------------------------------------------------------------------------------
+
+_NODE_HEIGHT = 34
+_ROW_GAP = 14
+_COLUMN_GAP = 70
+_MARGIN = 16
+_CHAR_WIDTH = 7.0
+_MAX_LABEL = 36
+
+_SVG_STYLE = """
+.coremodels-lineage text { font: 12px system-ui, -apple-system, "Segoe UI", sans-serif; fill: #1f2328; }
+.coremodels-lineage .edge { fill: none; stroke: #8c959f; stroke-width: 1.4; }
+.coremodels-lineage .node rect { stroke-width: 1.5; }
+.coremodels-lineage .dag rect { fill: #e8f1fb; stroke: #1f6feb; }
+.coremodels-lineage .asset rect { fill: #eaf6ec; stroke: #2da44e; }
+.coremodels-lineage .external rect { fill: #ffffff; stroke: #8c959f; stroke-dasharray: 3 3; }
+.coremodels-lineage .paused rect { fill: #eeeeee; stroke: #8c959f; stroke-dasharray: 6 3; }
+.coremodels-lineage .paused text, .coremodels-lineage .external text { fill: #57606a; }
+.coremodels-lineage .has-findings rect { stroke: #d1242f; stroke-width: 2.5; }
+.coremodels-lineage .mark { font-size: 10px; fill: #57606a; }
+.coremodels-lineage .has-findings .mark { fill: #d1242f; font-weight: 600; }
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Box:
+    x: float
+    y: float
+    width: float
+
+
+def layout(graph: LineageGraph) -> dict[str, _Box]:
+    """Place nodes in columns by longest path from a source, ordered to keep edges short.
+
+    Longest-path layering puts every producer left of what it feeds; a cycle (DAG A feeds B
+    through one asset and B feeds A through another) is broken where it is first met. Rows
+    are then ordered by two barycentre sweeps, the usual cheap cure for crossing edges.
+    """
+    keys = [node.key for node in graph.nodes]
+    successors: dict[str, list[str]] = defaultdict(list)
+    predecessors: dict[str, list[str]] = defaultdict(list)
+    for source, target in graph.edges:
+        successors[source].append(target)
+        predecessors[target].append(source)
+
+    rank: dict[str, int] = {}
+    pending = {key: len(predecessors[key]) for key in keys}
+    ready = deque(key for key in keys if pending[key] == 0)
+    while len(rank) < len(keys):
+        if not ready:  # only cycles remain: start from the first unplaced node
+            ready.append(next(key for key in keys if key not in rank))
+        key = ready.popleft()
+        if key in rank:
+            continue
+        rank[key] = max((rank[p] + 1 for p in predecessors[key] if p in rank), default=0)
+        for target in successors[key]:
+            pending[target] -= 1
+            if pending[target] == 0 and target not in rank:
+                ready.append(target)
+
+    columns: dict[int, list[str]] = defaultdict(list)
+    for key in keys:  # keys are in (kind, id) order: a stable start
+        columns[rank[key]].append(key)
+    order = {key: i for column in columns.values() for i, key in enumerate(column)}
+    for neighbours, sweep in ((predecessors, sorted(columns)), (successors, sorted(columns, reverse=True))):
+        for column_index in sweep:
+            column = columns[column_index]
+            column.sort(key=functools.partial(_barycentre, neighbours=neighbours, order=order))
+            order.update((key, i) for i, key in enumerate(column))
+
+    boxes: dict[str, _Box] = {}
+    x = float(_MARGIN)
+    for column_index in sorted(columns):
+        column = columns[column_index]
+        width = max(_node_width(graph.node(key)) for key in column)
+        for row, key in enumerate(column):
+            boxes[key] = _Box(x, _MARGIN + row * (_NODE_HEIGHT + _ROW_GAP), width)
+        x += width + _COLUMN_GAP
+    return boxes
+
+
+def _barycentre(key: str, neighbours: Mapping[str, list[str]], order: Mapping[str, int]) -> float:
+    placed = [order[n] for n in neighbours.get(key, ()) if n in order]
+    return sum(placed) / len(placed) if placed else float(order[key])
+
+
+def _node_width(node: Node) -> float:
+    return max(90.0, min(len(node.id), _MAX_LABEL) * _CHAR_WIDTH + 24)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _MAX_LABEL else text[: _MAX_LABEL - 1] + "…"
+
+
+def to_svg(graph: LineageGraph) -> str:
+    """A self-contained inline ``<svg>``: styles included, every label escaped.
+
+    Each node is a ``<g class="node <kind> [paused] [has-findings]" data-id=...>`` with a
+    ``<title>`` giving its full name and marks (long names are shortened on the box).
+    """
+    boxes = layout(graph)
+    width = max((b.x + b.width for b in boxes.values()), default=0) + _MARGIN
+    height = max((b.y + _NODE_HEIGHT for b in boxes.values()), default=0) + _MARGIN
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="coremodels-lineage" width="{width:.0f}" '
+        f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
+        f'aria-label="{escape(graph.summary())}">',
+        f"<style>{_SVG_STYLE}</style>",
+        '<defs><marker id="coremodels-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M0,0 L10,5 L0,10 z" fill="#8c959f"/></marker></defs>',
+    ]
+    for source, target in graph.edges:
+        a, b = boxes[source], boxes[target]
+        x1, y1 = a.x + a.width, a.y + _NODE_HEIGHT / 2
+        x2, y2 = b.x, b.y + _NODE_HEIGHT / 2
+        bend = max(abs(x2 - x1) / 2, 30)
+        out.append(
+            f'<path class="edge" d="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} '
+            f'{x2:.1f},{y2:.1f}" marker-end="url(#coremodels-arrow)"/>'
+        )
+    for node in graph.nodes:
+        box = boxes[node.key]
+        classes = ["node", node.kind]
+        if node.paused:
+            classes.append("paused")
+        if node.findings:
+            classes.append("has-findings")
+        title = node.label() + (f": {', '.join(node.findings)}" if node.findings else "")
+        marks = [m for m, on in (("paused", node.paused), ("external", node.kind == "external")) if on]
+        if node.findings:
+            marks.append(f"⚠ {len(node.findings)}")
+        radius = 14 if node.kind == "asset" else 4
+        x, y = box.x, box.y
+        parts = [
+            f'<g class="{" ".join(classes)}" data-id="{escape(node.id)}" data-kind="{node.kind}">',
+            f"<title>{escape(title)}</title>",
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{box.width:.1f}" height="{_NODE_HEIGHT}" rx="{radius}"/>',
+            f'<text x="{x + 10:.1f}" y="{y + (15 if marks else 21):.1f}">{escape(_short(node.id))}</text>',
+        ]
+        if marks:
+            mark_text = escape(" · ".join(marks))
+            parts.append(f'<text class="mark" x="{x + 10:.1f}" y="{y + 28:.1f}">{mark_text}</text>')
+        parts.append("</g>")
+        out.append("".join(parts))
+    out.append("</svg>")
+    return "\n".join(out)

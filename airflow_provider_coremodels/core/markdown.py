@@ -1,0 +1,220 @@
+"""A markdown report fit for a pull-request comment: summary, findings, drift, the lineage picture.
+
+Written for GitHub-flavoured markdown (GitLab renders it too): tables, a Mermaid diagram,
+``<details>`` for the long parts. Everything taken from the estate is escaped, and the long
+lists are cut, so a large estate still fits in one comment (GitHub allows 65,536 characters).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from airflow_provider_coremodels.core.audit import SEVERITY_RANK
+from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
+from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT
+
+MAX_ROWS = 50  # per table
+MAX_DIAGRAM_NODES = 120  # more than this is unreadable in a comment box
+_SEVERITY_ICON = {"Error": "🔴", "Warning": "🟠", "Info": "🔵"}
+
+
+def render_markdown(
+    document: Mapping[str, Any], *, max_rows: int = MAX_ROWS, max_diagram_nodes: int = MAX_DIAGRAM_NODES
+) -> str:
+    findings = list(document.get("findings", []))
+    open_findings = [f for f in findings if not f.get("waived")]
+    waived = [f for f in findings if f.get("waived")]
+    drift = [f for f in open_findings if f["section"] in (COVERAGE, DRIFT)]
+    others = [f for f in open_findings if f["section"] not in (COVERAGE, DRIFT)]
+
+    out = ["## CoreModels audit of the Airflow estate", "", _summary(document), ""]
+    out.append(f"### Findings: {_count_line(open_findings, len(waived))}")
+    out.append("")
+    if not others:
+        out.append("No conformance findings." if not drift else "No conformance findings; drift is below.")
+        out.append("")
+    by_severity: dict[str, list[dict[str, Any]]] = {}
+    for finding in others:
+        by_severity.setdefault(finding["severity"], []).append(finding)
+    for severity in sorted(by_severity, key=lambda s: -SEVERITY_RANK.get(s, 0)):
+        group = by_severity[severity]
+        out.append(
+            f"#### {_SEVERITY_ICON.get(severity, '')} {_text(severity)} ({len(group)})".replace("  ", " ")
+        )
+        out.append("")
+        out.extend(
+            _table(
+                ("Code", "Subject", "Detail"),
+                ([_code(f["code"]), _code(f["subject"]), _text(f.get("detail") or "")] for f in group),
+                len(group),
+                max_rows,
+            )
+        )
+        out.append("")
+    if waived:
+        out.append(f"<details><summary>Waived ({len(waived)}): reported, never failing the run</summary>")
+        out.append("")
+        out.extend(
+            _table(
+                ("Code", "Subject", "Reason", "Expires"),
+                (
+                    [
+                        _code(f["code"]),
+                        _code(f["subject"]),
+                        _text(f["waived"].get("reason") or ""),
+                        _text(f["waived"].get("expires") or "never"),
+                    ]
+                    for f in waived
+                ),
+                len(waived),
+                max_rows,
+            )
+        )
+        out.append("")
+        out.append("</details>")
+        out.append("")
+    codes = sorted({f["code"] for f in findings})
+    if codes:
+        out.append("<details><summary>What the codes mean</summary>")
+        out.append("")
+        for code in codes:
+            rule = BY_CODE.get(code)
+            message = next(f["message"] for f in findings if f["code"] == code)
+            line = f"- {_code(code)}: {_text(message)}"
+            if rule:
+                line += f" {rule.help}"  # our own markdown, from the catalogue
+            out.append(line)
+        out.append("")
+        out.append("</details>")
+        out.append("")
+
+    out.extend(_drift_section(document, drift, max_rows))
+    out.extend(_lineage_section(document, max_diagram_nodes))
+    lossiness = document.get("lossiness", [])
+    if lossiness:
+        out.append(f"### Lossiness ({len(lossiness)})")
+        out.append("")
+        out.append("What the capture or parse could not represent, declared rather than dropped:")
+        out.append("")
+        shown = lossiness[:max_rows]
+        out.extend(f"- {_code(r['artifact'])}: {_text(r['message'])}" for r in shown)
+        if len(lossiness) > len(shown):
+            out.append(f"- … and {len(lossiness) - len(shown)} more")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _summary(document: Mapping[str, Any]) -> str:
+    state = document.get("state", {})
+    facts, counts = state.get("facts", {}), state.get("counts", {})
+    parts = [
+        f"**{facts.get('dags', 0)} DAGs** ({facts.get('pausedDags', 0)} paused)",
+        f"**{facts.get('assets', 0)} assets**",
+        f"**{facts.get('tasks', 0)} tasks**",
+        f"**{counts.get('lineageEdges', 0)} lineage edges** "
+        f"({counts.get('lineageEdgesSkipped', 0)} external)",
+    ]
+    line = " · ".join(parts)
+    source = []
+    if state.get("airflowVersion"):
+        source.append(f"Airflow {_text(state['airflowVersion'])}")
+    if state.get("capturedAt"):
+        source.append(f"captured {_text(state['capturedAt'])}")
+    source.append(f"fingerprint {_code(document.get('fingerprint') or 'none')}")
+    return f"{line}  \n{', '.join(source)}"
+
+
+def _count_line(open_findings: list[dict[str, Any]], waived: int) -> str:
+    if not open_findings:
+        line = "none open"
+    else:
+        counts = Counter(f["severity"] for f in open_findings)
+        ordered = sorted(counts, key=lambda s: -SEVERITY_RANK.get(s, 0))
+        line = f"{len(open_findings)} open (" + ", ".join(f"{counts[s]} {s}" for s in ordered) + ")"
+    return f"{line}, {waived} waived" if waived else line
+
+
+def _drift_section(document: Mapping[str, Any], drift: list[dict[str, Any]], max_rows: int) -> list[str]:
+    out = ["### Drift since the baseline", ""]
+    baseline = document.get("baseline") or {}
+    if not baseline.get("evaluated"):
+        reason = baseline.get("reason") or "no baseline given"
+        out += [f"Not evaluated: {_text(reason)}.", ""]
+        return out
+    against = (
+        f"the baseline {_code(baseline['fingerprint'])}" if baseline.get("fingerprint") else "the baseline"
+    )
+    if not drift:
+        return [*out, f"No change against {against}: no new, removed or changed DAGs, assets or tasks.", ""]
+    counts = Counter(f["code"] for f in drift)
+    out.append(
+        f"Against {against}: " + ", ".join(f"{n} {_code(code)}" for code, n in sorted(counts.items())) + "."
+    )
+    out.append("")
+    rows = (
+        [_text(f["severity"]), _code(f["code"]), _code(f["subject"]), _text(f.get("detail") or "")]
+        for f in drift
+    )
+    out.extend(_table(("Severity", "Code", "Subject", "Detail"), rows, len(drift), max_rows))
+    out.append("")
+    return out
+
+
+def _lineage_section(document: Mapping[str, Any], max_nodes: int) -> list[str]:
+    out = ["### Lineage", ""]
+    try:
+        graph = LineageGraph.from_document(document)
+    except ValueError as exc:
+        return [*out, f"No picture: {_text(str(exc))}.", ""]
+    if not graph.nodes:
+        return [*out, "No asset lineage: no DAG in this estate produces or consumes an asset.", ""]
+    if len(graph.nodes) > max_nodes:
+        return [
+            *out,
+            f"The picture has {len(graph.nodes)} nodes, too many for a comment. Draw the neighbourhood "
+            "of one DAG or asset with `airflow coremodels lineage --around ID`.",
+            "",
+        ]
+    return [
+        *out,
+        "Producing DAG → asset → consuming DAG. Dashed grey: paused or external; red border: open findings.",
+        "",
+        "```mermaid",
+        to_mermaid(graph),
+        "```",
+        "",
+    ]
+
+
+def _table(header: Iterable[str], rows: Iterable[list[str]], total: int, max_rows: int) -> list[str]:
+    header = list(header)
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for i, row in enumerate(rows):
+        if i == max_rows:
+            break
+        out.append("| " + " | ".join(row) + " |")
+    if total > max_rows:
+        out.append(f"\n… and {total - max_rows} more: run the audit with `--format table` for the full list.")
+    return out
+
+
+_SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+
+
+def _text(value: str) -> str:
+    """Plain text in a table cell or line: markdown and HTML made inert, one line."""
+    value = " ".join(str(value).split())
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _SPECIAL.sub(r"\\\1", value)
+
+
+def _code(value: str) -> str:
+    """Inline code that survives any backticks or pipes inside it."""
+    value = " ".join(str(value).split()).replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"

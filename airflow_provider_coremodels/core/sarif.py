@@ -1,0 +1,198 @@
+"""SARIF 2.1.0: findings as code-scanning alerts, located at the files of the DAGs concerned.
+
+One rule per finding code (from the catalogue, with its help text). A DAG finding points at
+the DAG's file, relative to its bundle (Airflow 3 says where) or else to the folder every
+DAG file shares; a task finding at its DAG's file; an asset finding at the files of the DAGs
+that consume it, falling back to its producers'. The findings are about whole files, so each
+location is the file's first line, which is what GitHub needs to show an alert. Waived
+findings carry a suppression with the waiver's reason, so code scanning shows them as
+dismissed rather than open. ``partialFingerprints`` follow (code, subject), so an alert
+keeps its identity from one run to the next even as files change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from airflow_provider_coremodels.core.rules import RULES
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+TOOL_NAME = "airflow-provider-coremodels"
+TOOL_URI = "https://pypi.org/project/airflow-provider-coremodels/"
+_LEVEL = {"Info": "note", "Warning": "warning", "Error": "error"}
+
+
+def render_sarif(
+    document: Mapping[str, Any],
+    *,
+    tool_version: str,
+    source_root: str | None = None,
+    waivers_path: str | None = None,
+) -> str:
+    """The document's findings as one SARIF run.
+
+    ``source_root`` is prefixed to every DAG file path: where the DAG folder or bundle sits
+    in the repository the SARIF is uploaded for (``dags``, say). ``waivers_path`` is where an
+    expired waiver is located (the waiver file, as given on the command line).
+    """
+    locator = _Locator(document, source_root)
+    rule_index = {rule.code: i for i, rule in enumerate(RULES)}
+    results = []
+    for finding in document.get("findings", []):
+        code = finding["code"]
+        result: dict[str, Any] = {
+            "ruleId": code,
+            "level": _LEVEL.get(finding["severity"], "warning"),
+            "message": {"text": _message(finding)},
+            "partialFingerprints": {"coremodelsFinding/v1": _identity(code, finding["subject"])},
+            "properties": {"section": finding["section"], "subject": finding["subject"]},
+        }
+        if code in rule_index:
+            result["ruleIndex"] = rule_index[code]
+        paths = [waivers_path] if code == "waiver-expired" and waivers_path else locator.paths(finding)
+        if paths:
+            result["locations"] = [_physical(path) for path in paths]
+        else:  # nothing left on disk to point at (a removed DAG, an asset only external DAGs touch)
+            result["locations"] = [{"logicalLocations": [locator.logical(finding)]}]
+        if finding.get("waived"):
+            waived = finding["waived"]
+            justification = waived.get("reason") or "waived"
+            if waived.get("expires"):
+                justification += f" (until {waived['expires']})"
+            result["suppressions"] = [
+                {"kind": "external", "status": "accepted", "justification": justification}
+            ]
+        results.append(result)
+
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": TOOL_NAME,
+                "version": tool_version,
+                "informationUri": TOOL_URI,
+                "rules": [_rule(rule) for rule in RULES],
+            }
+        },
+        "automationDetails": {"id": "coremodels/airflow/"},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+        "properties": {
+            "fingerprint": document.get("fingerprint"),
+            "facts": document.get("state", {}).get("facts", {}),
+            "airflowVersion": document.get("state", {}).get("airflowVersion"),
+            "capturedAt": document.get("state", {}).get("capturedAt"),
+        },
+    }
+    sarif = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+    return json.dumps(sarif, indent=2, ensure_ascii=False)
+
+
+def _rule(rule: Any) -> dict[str, Any]:
+    return {
+        "id": rule.code,
+        "name": "".join(part.capitalize() for part in rule.code.split("-")),
+        "shortDescription": {"text": rule.message},
+        "fullDescription": {"text": f"{rule.message} {rule.help}"},
+        "help": {"text": rule.help, "markdown": rule.help},
+        "defaultConfiguration": {"level": _LEVEL[rule.severity.value]},
+        "properties": {"tags": ["airflow", "governance", rule.section.lower()]},
+    }
+
+
+def _message(finding: Mapping[str, Any]) -> str:
+    text = f"{finding['subject']}: {finding['message']}"
+    if finding.get("detail"):
+        text += f" ({finding['detail']})"
+    return text
+
+
+def _identity(code: str, subject: str) -> str:
+    return hashlib.sha256(f"{code}\0{subject}".encode()).hexdigest()[:32]
+
+
+def _physical(path: str) -> dict[str, Any]:
+    """A file's first line, its path percent-encoded as a SARIF uri must be (``a b.py``: ``a%20b.py``)."""
+    uri = quote(path, safe="/")
+    return {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}}}
+
+
+class _Locator:
+    """Find the files a finding is about, from the document's DAGs and lineage."""
+
+    def __init__(self, document: Mapping[str, Any], source_root: str | None) -> None:
+        datasets = document.get("datasets", [])
+        dags = [d for d in datasets if d.get("materialization") == "dag"]
+        self.assets = {d["identity"] for d in datasets if d.get("materialization") == "asset"}
+        folder = _shared_folder([d["physicalName"] for d in dags if _absolute(d.get("physicalName"))])
+        self.files: dict[str, str] = {}
+        for dag in dags:
+            path = _relative_path(dag, folder)
+            if path:
+                self.files[dag["identity"]] = posixpath.join(source_root, path) if source_root else path
+        self.consumers: dict[str, list[str]] = defaultdict(list)
+        self.producers: dict[str, list[str]] = defaultdict(list)
+        for edge in document.get("lineage", []):
+            if edge["dependsOn"] in self.assets and edge["dependent"] in self.files:
+                self.consumers[edge["dependsOn"]].append(edge["dependent"])
+            elif edge["dependent"] in self.assets and edge["dependsOn"] in self.files:
+                self.producers[edge["dependent"]].append(edge["dependsOn"])
+
+    def paths(self, finding: Mapping[str, Any]) -> list[str]:
+        subject = finding["subject"]
+        if subject in self.files and finding["code"].startswith(("dag-", "dataset-")):
+            return [self.files[subject]]
+        if subject in self.assets:
+            dags = self.consumers.get(subject) or self.producers.get(subject) or []
+            return sorted({self.files[dag] for dag in dags})
+        if finding["code"].startswith("field-"):
+            dag = self._dag_of_task(subject)
+            return [self.files[dag]] if dag else []
+        return []
+
+    def logical(self, finding: Mapping[str, Any]) -> dict[str, str]:
+        subject = finding["subject"]
+        if finding["code"].startswith("field-"):
+            kind = "member"
+        elif subject in self.assets or "://" in subject:
+            kind = "resource"
+        else:
+            kind = "module"
+        return {"fullyQualifiedName": subject, "kind": kind}
+
+    def _dag_of_task(self, subject: str) -> str | None:
+        """The DAG of a ``dag_id.task_id`` subject; dag ids may hold dots, so the longest match wins."""
+        head = subject
+        while "." in head:
+            head = head.rsplit(".", 1)[0]
+            if head in self.files:
+                return head
+        return None
+
+
+def _absolute(path: Any) -> bool:
+    return isinstance(path, str) and path.startswith("/")
+
+
+def _shared_folder(paths: list[str]) -> str | None:
+    """The deepest folder every DAG file lies in: the DAG folder, when the API gives no bundle path."""
+    if not paths:
+        return None
+    return posixpath.commonpath([posixpath.dirname(p) for p in paths])
+
+
+def _relative_path(dag: Mapping[str, Any], folder: str | None) -> str | None:
+    relative = dag.get("metadata", {}).get("airflow.relativeFileloc")
+    if relative:
+        return str(relative).lstrip("/")
+    path = dag.get("physicalName")
+    if not isinstance(path, str) or not path:
+        return None
+    if folder is not None and _absolute(path):
+        return posixpath.relpath(path, folder)
+    return path.lstrip("/")

@@ -1,0 +1,166 @@
+"""SARIF 2.1.0: valid against the official schema, one rule per code, findings at the DAG files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from helpers import document_for, recorded_document, recorded_estate
+
+from airflow_provider_coremodels.core import audit, build_document, load_document
+from airflow_provider_coremodels.core.rules import RULES
+from airflow_provider_coremodels.core.sarif import render_sarif
+from airflow_provider_coremodels.core.waivers import Waiver
+
+# The official OASIS schema (errata 01), shipped as test data.
+SCHEMA = Path(__file__).parent.parent / "data" / "sarif-schema-2.1.0.json"
+
+
+@cache
+def validator() -> jsonschema.Draft4Validator:
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft4Validator.check_schema(schema)
+    return jsonschema.Draft4Validator(schema)
+
+
+def sarif(document: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    text = render_sarif(document, tool_version="9.9.9", **kwargs)
+    value = json.loads(text)
+    errors = sorted(validator().iter_errors(value), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+    return value
+
+
+def results_by(value: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["ruleId"], r["properties"]["subject"]): r for r in value["runs"][0]["results"]}
+
+
+def uris(result: dict[str, Any]) -> list[str]:
+    return [loc["physicalLocation"]["artifactLocation"]["uri"] for loc in result["locations"]]
+
+
+def test_the_schema_rejects_what_it_should() -> None:
+    """The validator is live: a document missing its version fails it."""
+    assert list(validator().iter_errors({"runs": []}))
+
+
+def test_recorded_estate_validates_with_one_rule_per_code() -> None:
+    value = sarif(recorded_document())
+    driver = value["runs"][0]["tool"]["driver"]
+    assert value["version"] == "2.1.0"
+    assert (driver["name"], driver["version"]) == ("airflow-provider-coremodels", "9.9.9")
+    assert [rule["id"] for rule in driver["rules"]] == [rule.code for rule in RULES]
+    owner_rule = driver["rules"][[r.code for r in RULES].index("dag-no-owner")]
+    assert owner_rule["defaultConfiguration"] == {"level": "warning"}
+    assert "default_args" in owner_rule["help"]["text"]
+    for result in value["runs"][0]["results"]:
+        assert driver["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+
+
+def test_dag_findings_sit_at_the_dag_file_relative_to_its_bundle() -> None:
+    results = results_by(sarif(recorded_document()))
+    owner = results[("dag-no-owner", "legacy_cleanup")]
+    assert uris(owner) == ["legacy.py"]
+    assert owner["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
+    assert owner["level"] == "warning"
+    assert owner["message"]["text"].startswith("legacy_cleanup: DAG has no owner but the default")
+    assert results[("dag-no-description", "legacy_cleanup")]["level"] == "note"
+
+
+def test_asset_findings_sit_at_the_files_of_their_consumers() -> None:
+    results = results_by(sarif(recorded_document()))
+    # daily_revenue (orders.py) consumes both assets.
+    assert uris(results[("paused-producer", "s3://lake/orders.parquet")]) == ["orders.py"]
+    assert uris(results[("asset-unproduced", "s3://vendor/fx_rates.csv")]) == ["orders.py"]
+
+
+def test_source_root_prefixes_every_location() -> None:
+    results = results_by(sarif(recorded_document(), source_root="deploy/dags"))
+    assert uris(results[("dag-no-owner", "legacy_cleanup")]) == ["deploy/dags/legacy.py"]
+
+
+def test_airflow2_paths_are_relative_to_the_shared_dag_folder() -> None:
+    """The v1 API gives only absolute filelocs: the folder they all share stands in for the bundle."""
+    results = results_by(sarif(recorded_document("airflow2")))
+    assert uris(results[("dag-no-owner", "legacy_cleanup")]) == ["legacy/cleanup.py"]
+
+
+def test_consumers_in_several_files_give_several_locations() -> None:
+    dags = [
+        {"dag_id": d, "fileloc": f"/dags/{d}.py", "owners": ["team"], "description": "x", "is_paused": False}
+        for d in ("a", "b")
+    ]
+    datasets = {"assets": [{"uri": "s3://x", "scheduled_dags": [{"dag_id": "a"}, {"dag_id": "b"}]}]}
+    results = results_by(sarif(document_for(dags, None, datasets)))
+    assert uris(results[("asset-unproduced", "s3://x")]) == ["a.py", "b.py"]
+
+
+def test_waived_findings_are_suppressed_with_their_reason() -> None:
+    estate = recorded_estate()
+    waiver = Waiver("dag-no-owner", "legacy_*", "ops owns it", dt.date(2999, 1, 1))
+    document = build_document(estate, audit(estate, waivers=(waiver,)))
+    results = results_by(sarif(document))
+    assert results[("dag-no-owner", "legacy_cleanup")]["suppressions"] == [
+        {"kind": "external", "status": "accepted", "justification": "ops owns it (until 2999-01-01)"}
+    ]
+    assert "suppressions" not in results[("dag-no-description", "legacy_cleanup")]
+
+
+def test_expired_waivers_sit_at_the_waiver_file() -> None:
+    estate = recorded_estate()
+    waiver = Waiver("dag-no-owner", "legacy_*", "ops owns it", dt.date(2000, 1, 1))
+    document = build_document(estate, audit(estate, waivers=(waiver,)))
+    results = results_by(sarif(document, waivers_path="governance/waivers.yaml"))
+    assert uris(results[("waiver-expired", "dag-no-owner legacy_*")]) == ["governance/waivers.yaml"]
+
+
+def test_drift_findings_sit_at_the_dag_file_or_name_what_is_gone(tmp_path: Path) -> None:
+    def dag(dag_id: str, fileloc: str) -> dict[str, Any]:
+        return {"dag_id": dag_id, "fileloc": fileloc, "owners": ["t"], "description": "d", "is_paused": False}
+
+    before = document_for(
+        [dag("etl.v2", "/dags/etl.py"), dag("gone", "/dags/gone.py")],
+        {"etl.v2": [{"task_id": "load", "operator_name": "BashOperator"}]},
+    )
+    now = document_for(
+        [dag("etl.v2", "/dags/etl.py"), dag("other", "/dags/sub/other.py")],
+        {"etl.v2": [{"task_id": "load", "operator_name": "PythonOperator"}]},
+    )
+    estate = load_document(json.dumps(now)).estate
+    baseline = load_document(json.dumps(before)).as_baseline()
+    assert estate is not None
+    results = results_by(sarif(build_document(estate, audit(estate, baseline))))
+    assert uris(results[("field-type-drift", "etl.v2.load")]) == ["etl.py"]  # a dag_id with a dot
+    assert uris(results[("dataset-unmapped", "other")]) == ["sub/other.py"]
+    assert results[("dataset-removed", "gone")]["locations"] == [
+        {"logicalLocations": [{"fullyQualifiedName": "gone", "kind": "module"}]}
+    ]
+
+
+def test_partial_fingerprints_follow_code_and_subject_only() -> None:
+    first = results_by(sarif(recorded_document()))
+    second = results_by(sarif(recorded_document(), source_root="elsewhere"))
+    for key, result in first.items():
+        assert result["partialFingerprints"] == second[key]["partialFingerprints"]
+    assert len({json.dumps(r["partialFingerprints"]) for r in first.values()}) == len(first)
+
+
+@pytest.mark.parametrize(
+    ("hostile", "uri"),
+    [
+        ('"quoted" \\ back', "%22quoted%22%20%5C%20back.py"),
+        ("<script>alert(1)<", "%3Cscript%3Ealert%281%29%3C.py"),
+        ("dag\u2028line", "dag%E2%80%A8line.py"),
+        ("日本", "%E6%97%A5%E6%9C%AC.py"),
+    ],
+)
+def test_hostile_names_still_validate_and_paths_are_percent_encoded(hostile: str, uri: str) -> None:
+    document = document_for([{"dag_id": hostile, "fileloc": f"/dags/{hostile}.py", "owners": ["airflow"]}])
+    result = results_by(sarif(document))[("dag-no-owner", hostile)]
+    assert uris(result) == [uri]
+    assert result["message"]["text"].startswith(f"{hostile}: ")
