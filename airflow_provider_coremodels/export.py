@@ -25,6 +25,7 @@ from airflow_provider_coremodels.core import (
     load_document,
 )
 from airflow_provider_coremodels.core.document import Document
+from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 from airflow_provider_coremodels.sinks import Sink, SinkResult
 
@@ -70,6 +71,7 @@ def export(
     *,
     max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
     include_asset_extra: bool = False,
+    waivers: Sequence[Waiver] = (),
     progress: ProgressCallback | None = None,
 ) -> ExportResult:
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink."""
@@ -77,7 +79,7 @@ def export(
     log.info("%s", captured.summary.line())
     estate = captured.estate(include_asset_extra=include_asset_extra)
     baseline, estate, missing = _baseline(sinks, estate)
-    result = audit(estate, baseline, no_baseline=missing)
+    result = audit(estate, baseline, no_baseline=missing, waivers=waivers)
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)
     pushed = [sink.push(document) for sink in sinks]
     return ExportResult(document, captured.summary, pushed)

@@ -5,7 +5,8 @@ Connections (UI, or AIRFLOW_CONN_* environment variables):
 - ``coremodels``: type ``coremodels``, only for an http(s) sink: host = the endpoint, password = the token.
 
 The sinks come from the Airflow Variable ``coremodels_sinks`` (comma-separated: directories,
-``s3://bucket/prefix``, ``https://`` endpoints), defaulting to /tmp/coremodels-out.
+``s3://bucket/prefix``, ``https://`` endpoints), defaulting to /tmp/coremodels-out. The Variable
+``coremodels_waivers``, if set, is the path of a waiver file (YAML or JSON) of accepted findings.
 """
 
 from __future__ import annotations
@@ -30,4 +31,5 @@ with DAG(
         airflow_api_conn_id="airflow_api",
         sinks="{{ var.value.get('coremodels_sinks', '/tmp/coremodels-out') }}",
         fail_on="never",
+        waivers="{{ var.value.get('coremodels_waivers', '') }}",
     )

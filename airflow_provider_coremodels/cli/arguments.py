@@ -12,7 +12,8 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
-FORMATS = ("table", "json")
+FORMATS = ("table", "json", "sarif", "markdown")
+LINEAGE_FORMATS = ("mermaid", "dot")
 FAIL_ON = ("never", "info", "warning", "error")
 
 
@@ -40,7 +41,26 @@ def _positive_int(value: str) -> int:
 
 FORMAT = ArgSpec(
     ("--format",),
-    {"choices": FORMATS, "default": "table", "help": "output format (default: table)"},
+    {
+        "choices": FORMATS,
+        "default": "table",
+        "help": "output format: table, json (the snapshot document), sarif (code scanning) or "
+        "markdown (a pull-request comment); default: table",
+    },
+)
+WAIVERS = ArgSpec(
+    ("--waivers",),
+    {
+        "metavar": "FILE",
+        "help": "a YAML or JSON waiver file: the findings it covers are reported as waived, never failing",
+    },
+)
+SOURCE_ROOT = ArgSpec(
+    ("--source-root",),
+    {
+        "metavar": "DIR",
+        "help": "with --format sarif: the DAG folder's path inside the repository, prefixed to each location",
+    },
 )
 FAIL_ON_ARG = ArgSpec(
     ("--fail-on",),
@@ -78,6 +98,24 @@ MAX_ARTIFACT_BYTES = ArgSpec(
 BASELINE = ArgSpec(
     ("--baseline",),
     {"metavar": "S", "help": "a previous snapshot document to report coverage and drift against"},
+)
+
+
+def _depth(value: str) -> int:
+    number = int(value)
+    if not 0 <= number <= 50:
+        raise argparse.ArgumentTypeError(f"expected a depth from 0 to 50, got {value}")
+    return number
+
+
+#: What audit and lineage read: artifacts or a stored snapshot, a baseline, waivers.
+AUDIT_INPUTS = (
+    ArgSpec(("--dags",), {"metavar": "F", "help": "the dags artifact (required unless --snapshot)"}),
+    ArgSpec(("--tasks",), {"metavar": "F", "help": "the tasks artifact"}),
+    ArgSpec(("--datasets",), {"metavar": "F", "help": "the datasets (assets) artifact"}),
+    ArgSpec(("--snapshot",), {"metavar": "S", "help": "re-audit this stored snapshot document"}),
+    BASELINE,
+    WAIVERS,
 )
 
 
@@ -147,15 +185,48 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ),
         func="airflow_provider_coremodels.cli.commands:audit",
         args=(
-            ArgSpec(("--dags",), {"metavar": "F", "help": "the dags artifact (required unless --snapshot)"}),
-            ArgSpec(("--tasks",), {"metavar": "F", "help": "the tasks artifact"}),
-            ArgSpec(("--datasets",), {"metavar": "F", "help": "the datasets (assets) artifact"}),
-            ArgSpec(("--snapshot",), {"metavar": "S", "help": "re-audit this stored snapshot document"}),
-            BASELINE,
+            *AUDIT_INPUTS,
             FORMAT,
             FAIL_ON_ARG,
+            SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
             ASSET_EXTRA,
+            MAX_ARTIFACT_BYTES,
+        ),
+    ),
+    CommandSpec(
+        name="lineage",
+        help="Draw the DAG -> asset -> DAG lineage as Mermaid or Graphviz DOT",
+        description=(
+            "Draw the lineage of an estate (from artifact files or a stored snapshot, as audit takes "
+            "them): producing DAG -> asset -> consuming DAG, with paused DAGs, external DAGs and nodes "
+            "with open findings marked. --around limits the picture to one DAG's or asset's neighbourhood."
+        ),
+        func="airflow_provider_coremodels.cli.commands:lineage",
+        args=(
+            *AUDIT_INPUTS,
+            ArgSpec(
+                ("--format",),
+                {
+                    "choices": LINEAGE_FORMATS,
+                    "default": "mermaid",
+                    "help": "mermaid or dot (default: mermaid)",
+                },
+            ),
+            ArgSpec(
+                ("--around",),
+                {"metavar": "ID", "help": "draw only the neighbourhood of this dag_id or asset URI"},
+            ),
+            ArgSpec(
+                ("--depth",),
+                {
+                    "type": _depth,
+                    "default": 2,
+                    "metavar": "N",
+                    "help": "with --around: how many edges out to draw (default: 2, a DAG's assets and "
+                    "the DAGs on their other side)",
+                },
+            ),
             MAX_ARTIFACT_BYTES,
         ),
     ),
@@ -202,8 +273,10 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 ("--coremodels-conn-id",),
                 {"metavar": "ID", "help": "the coremodels connection whose password is the endpoint's token"},
             ),
+            WAIVERS,
             FORMAT,
             FAIL_ON_ARG,
+            SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
             ASSET_EXTRA,
         ),

@@ -25,10 +25,12 @@ from airflow_provider_coremodels.core import (
 from airflow_provider_coremodels.core.audit import failing_findings
 from airflow_provider_coremodels.core.capabilities import require
 from airflow_provider_coremodels.core.render import render_json, render_table
+from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers
 from airflow_provider_coremodels.errors import (
     DagsArtifactError,
     SnapshotDocumentError,
     UsageError,
+    WaiverFileError,
 )
 
 if TYPE_CHECKING:
@@ -40,8 +42,33 @@ EXIT_FINDINGS = 1
 
 def audit(args: argparse.Namespace) -> int:
     """``audit``: parse artifacts (or re-read a snapshot), audit, print, and pick the exit code."""
+    document = _audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes)
+    emit(render(document, args))
+    return exit_code(document["findings"], args.fail_on)
+
+
+def lineage(args: argparse.Namespace) -> int:
+    """``lineage``: the audit's inputs, drawn as Mermaid or DOT (findings mark the nodes)."""
+    from airflow_provider_coremodels.core.lineage import LineageGraph, to_dot, to_mermaid
+
+    document = _audited_document(args, "lineage")
+    graph = LineageGraph.from_document(document)
+    if args.around is not None:
+        try:
+            graph = graph.neighbourhood(args.around, args.depth)
+        except ValueError as exc:
+            raise UsageError(f"--around: {exc}") from None
+    emit(to_dot(graph) if args.format == "dot" else to_mermaid(graph))
+    return EXIT_OK
+
+
+def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> dict[str, Any]:
+    """What audit and lineage share: the estate from artifacts or a snapshot, audited, as a document."""
     if args.snapshot and (args.dags or args.tasks or args.datasets):
-        raise UsageError("audit takes either --dags (with --tasks and --datasets) or --snapshot, not both")
+        raise UsageError(
+            f"{command} takes either --dags (with --tasks and --datasets) or --snapshot, not both"
+        )
+    waivers = read_waivers(args.waivers) if args.waivers else ()
     if args.snapshot:
         estate = _stored_estate(args.snapshot)
     elif args.dags:
@@ -50,15 +77,25 @@ def audit(args: argparse.Namespace) -> int:
             args.tasks,
             args.datasets,
             max_bytes=args.max_artifact_bytes,
-            include_asset_extra=args.include_asset_extra,
+            include_asset_extra=getattr(args, "include_asset_extra", False),
         )
     else:
-        raise UsageError("audit needs --dags F (with --tasks and --datasets) or --snapshot S")
+        raise UsageError(f"{command} needs --dags F (with --tasks and --datasets) or --snapshot S")
     baseline = _baseline(args.baseline) if args.baseline else None
-    result = run_audit(estate, baseline)
-    document = build_document(estate, result, max_snapshot_bytes=args.max_snapshot_bytes)
-    emit(render(document, args.format))
-    return exit_code(document["findings"], args.fail_on)
+    result = run_audit(estate, baseline, waivers=waivers)
+    return build_document(estate, result, **build)
+
+
+def read_waivers(path: str) -> tuple[Waiver, ...]:
+    """Read and check a waiver file; any problem is a WaiverFileError naming the file (exit 2)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise WaiverFileError(f"cannot be read: {exc.strerror or exc}", path) from None
+    try:
+        return parse_waivers(data)
+    except WaiverFileError as exc:
+        raise exc.with_source(path) from None
 
 
 def capture(args: argparse.Namespace) -> int:
@@ -100,6 +137,7 @@ def export(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.sinks import open_sink
 
     _airflow_logs_to_stderr(args)
+    waivers = read_waivers(args.waivers) if args.waivers else ()
     source = api_source(args)
     retry = retry_policy(args)
     sinks = [
@@ -116,13 +154,14 @@ def export(args: argparse.Namespace) -> int:
                 sinks,
                 max_snapshot_bytes=args.max_snapshot_bytes,
                 include_asset_extra=args.include_asset_extra,
+                waivers=waivers,
                 progress=progress,
             )
     finally:
         progress.close()
-    emit(render(result.document, args.format))
+    emit(render(result.document, args))
     summary = f"{result.capture.line()}\n{result.summary_line()}"
-    if args.format == "json":  # stdout is the document alone
+    if args.format != "table":  # stdout is the document, the SARIF or the report alone
         sys.stderr.write(summary + "\n")
     else:
         emit("\n" + summary)
@@ -200,9 +239,21 @@ def generate(args: argparse.Namespace) -> int:
     return EXIT_OK  # pragma: no cover - the gate always raises
 
 
-def render(document: dict[str, Any], fmt: str) -> str:
-    if fmt == "json":
+def render(document: dict[str, Any], args: argparse.Namespace) -> str:
+    """The document in the format ``--format`` names."""
+    if args.format == "json":
         return render_json(document)
+    if args.format == "sarif":
+        from airflow_provider_coremodels import __version__
+        from airflow_provider_coremodels.core.sarif import render_sarif
+
+        return render_sarif(
+            document, tool_version=__version__, source_root=args.source_root, waivers_path=args.waivers
+        )
+    if args.format == "markdown":
+        from airflow_provider_coremodels.core.markdown import render_markdown
+
+        return render_markdown(document).rstrip("\n")
     return render_table(document)
 
 

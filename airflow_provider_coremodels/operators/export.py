@@ -6,7 +6,7 @@ Findings are logged one per line in the task log; the XCom is a compact JSON-saf
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +16,7 @@ from airflow.sdk.exceptions import AirflowException
 from airflow_provider_coremodels.core.audit import FAIL_ON, failing_findings
 from airflow_provider_coremodels.core.document import DEFAULT_MAX_SNAPSHOT_BYTES
 from airflow_provider_coremodels.core.render import finding_line, findings_count_line, summary_line
+from airflow_provider_coremodels.core.waivers import Waiver, waivers_from_value
 from airflow_provider_coremodels.errors import CoreModelsError
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 
@@ -41,6 +42,10 @@ class CoreModelsExportOperator(BaseOperator):
     :param max_snapshot_bytes: the snapshot cap.
     :param include_asset_extra: carry each asset's ``extra`` into the snapshot (off by default:
         extras may hold credentials).
+    :param waivers: accepted findings: the path of a YAML or JSON waiver file (templated), or
+        the waivers themselves as a list of ``{"code", "subject", "reason", "expires"}`` dicts.
+        Waived findings are logged and stored as waived and never fail the task; an expired
+        waiver is reported as a ``waiver-expired`` finding; a malformed one fails the task.
     """
 
     template_fields: Sequence[str] = (
@@ -49,6 +54,7 @@ class CoreModelsExportOperator(BaseOperator):
         "sink_conn_id",
         "coremodels_conn_id",
         "fail_on",
+        "waivers",
     )
     ui_color = "#e8f1fb"
 
@@ -62,6 +68,7 @@ class CoreModelsExportOperator(BaseOperator):
         fail_on: str = "never",
         max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
         include_asset_extra: bool = False,
+        waivers: str | Sequence[Mapping[str, Any]] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -72,6 +79,7 @@ class CoreModelsExportOperator(BaseOperator):
         self.fail_on = fail_on
         self.max_snapshot_bytes = max_snapshot_bytes
         self.include_asset_extra = include_asset_extra
+        self.waivers = waivers
         self._client: AirflowApiClient | None = None
 
     def on_kill(self) -> None:
@@ -83,6 +91,16 @@ class CoreModelsExportOperator(BaseOperator):
     def hook(self) -> AirflowApiHook:
         return AirflowApiHook(self.airflow_api_conn_id)
 
+    def _waivers(self) -> tuple[Waiver, ...]:
+        """Read the waivers before anything is captured: a malformed file fails the task at once."""
+        if not self.waivers:
+            return ()
+        if isinstance(self.waivers, str):
+            from airflow_provider_coremodels.cli.commands import read_waivers
+
+            return read_waivers(self.waivers)
+        return waivers_from_value(self.waivers)
+
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_coremodels.export import export
         from airflow_provider_coremodels.sinks import open_sink
@@ -92,6 +110,7 @@ class CoreModelsExportOperator(BaseOperator):
         uris = self.sinks.split(",") if isinstance(self.sinks, str) else list(self.sinks)
         uris = [uri.strip() for uri in uris if uri.strip()]
         try:
+            waivers = self._waivers()
             sinks = [
                 open_sink(uri, sink_conn_id=self.sink_conn_id, coremodels_conn_id=self.coremodels_conn_id)
                 for uri in uris
@@ -103,6 +122,7 @@ class CoreModelsExportOperator(BaseOperator):
                     sinks,
                     max_snapshot_bytes=self.max_snapshot_bytes,
                     include_asset_extra=self.include_asset_extra,
+                    waivers=waivers,
                 )
         except CoreModelsError as exc:
             raise AirflowException(str(exc)) from exc

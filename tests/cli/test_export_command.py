@@ -105,3 +105,27 @@ def test_snapshot_cap_keeps_the_baseline(airflow_server, tmp_path: Path) -> None
     stored = [json.loads(p.read_bytes()) for p in (sink / "history").iterdir()]
     [capped] = [doc for doc in stored if not doc["snapshotStored"]]
     assert "datasets" not in capped and "lineage" not in capped
+
+
+def test_export_with_waivers_prints_sarif_and_stores_the_marks(airflow_server, tmp_path: Path) -> None:
+    waivers = tmp_path / "waivers.json"
+    waivers.write_text(json.dumps([{"code": "dag-no-owner", "subject": "legacy_*", "reason": "ops owns it"}]))
+    sink = tmp_path / "out"
+    result = export(airflow_server, "--sink", str(sink), "--waivers", str(waivers), "--format", "sarif")
+    assert result.returncode == 0, result.stderr
+    sarif = json.loads(result.stdout)  # stdout is the SARIF alone; the summary went to stderr
+    assert "export: fingerprint" in result.stderr
+    owner = next(r for r in sarif["runs"][0]["results"] if r["ruleId"] == "dag-no-owner")
+    assert owner["suppressions"][0]["justification"] == "ops owns it"
+    assert owner["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "legacy.py"
+    stored = json.loads((sink / "latest.json").read_bytes())
+    assert [f["code"] for f in stored["findings"] if f.get("waived")] == ["dag-no-owner"]
+
+
+def test_export_refuses_a_malformed_waiver_file_before_capturing(airflow_server, tmp_path: Path) -> None:
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text("- code: dag-no-owner\n")
+    result = export(airflow_server, "--sink", str(tmp_path / "out"), "--waivers", str(waivers))
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(f"error: waiver file {waivers} waivers[0].subject")
+    assert not (tmp_path / "out").exists()

@@ -108,6 +108,41 @@ def test_fail_on_fails_the_task_after_pushing(runner_env, tmp_path: Path) -> Non
     assert (out / "latest.json").exists()
 
 
+def test_waivers_are_logged_stored_and_left_out_of_the_counts(runner_env, tmp_path: Path) -> None:
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text(
+        "- {code: paused-producer, subject: 's3://lake/*', reason: orders are being migrated}\n"
+        "- {code: dag-no-owner, subject: legacy_cleanup, reason: old, expires: 2001-01-01}\n"
+    )
+    out = tmp_path / "sink"
+    result = dag_test(runner_env, str(out), AIRFLOW_VAR_COREMODELS_WAIVERS=str(waivers))
+    assert marker(result.stdout, "STATE") == "success success", result.stdout[-3000:] + result.stderr[-3000:]
+    log = result.stdout + result.stderr
+    assert (
+        "(producers: load_orders; active consumers: daily_revenue) [waived: orders are being migrated]" in log
+    )
+    assert "Warning waiver-expired dag-no-owner legacy_cleanup: Waiver has expired" in log
+    assert "findings: 4 (4 Warning, 1 Info)" not in log and "findings: 4 (3 Warning, 1 Info); 1 waived" in log
+    summary = json.loads(marker(result.stdout, "XCOM"))
+    assert summary["findings"] == {"Info": 1, "Warning": 3}  # waived ones are not counted; the expiry is
+    stored = json.loads((out / "latest.json").read_bytes())["findings"]
+    assert [f["waived"] for f in stored if f.get("waived")] == [
+        {"reason": "orders are being migrated", "expires": None}
+    ]
+
+
+def test_a_malformed_waiver_file_fails_the_task_before_any_capture(runner_env, tmp_path: Path) -> None:
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text("- {code: dag-no-owner, subject: x}\n")
+    out = tmp_path / "sink"
+    result = dag_test(runner_env, str(out), AIRFLOW_VAR_COREMODELS_WAIVERS=str(waivers))
+    assert marker(result.stdout, "STATE") == "failed failed"
+    assert (
+        f"waiver file {waivers} waivers[0].reason must be a non-empty string" in result.stdout + result.stderr
+    )
+    assert not out.exists()
+
+
 def test_secrets_never_reach_logs_xcom_or_snapshots(runner_env, airflow_server, tmp_path: Path) -> None:
     """The connection's password is masked in the task log, and absent from XCom and the sink."""
     out = tmp_path / "sink"
