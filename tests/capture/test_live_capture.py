@@ -136,6 +136,8 @@ def test_reduced_capture_gives_the_same_snapshot_as_raw(airflow_server) -> None:
         "is_paused",
         "schedule_interval",
         "timetable_summary",
+        "bundle_name",
+        "relative_fileloc",
     }
 
 
