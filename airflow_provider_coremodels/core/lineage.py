@@ -21,6 +21,7 @@ from html import escape
 from typing import Any, Literal
 
 from airflow_provider_coremodels.core.audit import SEVERITY_RANK
+from airflow_provider_coremodels.core.collector import gc_paused
 
 NodeKind = Literal["dag", "asset", "external"]
 _KIND_ORDER = {"dag": 0, "external": 1, "asset": 2}
@@ -74,6 +75,7 @@ class LineageGraph:
         return self._index[key]
 
     @classmethod
+    @gc_paused()
     def from_document(cls, document: Mapping[str, Any]) -> LineageGraph:
         """Build the graph of a snapshot document; one stored without lineage has no picture."""
         if "datasets" not in document or "lineage" not in document:
@@ -199,6 +201,7 @@ _MERMAID_CLASSES = (
 )
 
 
+@gc_paused()
 def to_mermaid(graph: LineageGraph) -> str:
     """A Mermaid flowchart, left to right: renders in GitHub and GitLab markdown as it is."""
     ids = {node.key: f"n{i}" for i, node in enumerate(graph.nodes)}
@@ -237,6 +240,7 @@ def _classes(graph: LineageGraph) -> dict[str, list[str]]:
 # -- Graphviz DOT ---------------------------------------------------------------------------
 
 
+@gc_paused()
 def to_dot(graph: LineageGraph) -> str:
     """A Graphviz digraph (``dot -Tsvg``), left to right, node ids quoted as the identities."""
     lines = [
@@ -368,6 +372,7 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_LABEL else text[: _MAX_LABEL - 1] + "…"
 
 
+@gc_paused()
 def to_svg(graph: LineageGraph) -> str:
     """A self-contained inline ``<svg>``: styles included, every label escaped.
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_provider_coremodels.core.audit import SEVERITY_RANK
+from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
 from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT
 
@@ -21,6 +22,7 @@ MAX_DIAGRAM_NODES = 120  # more than this is unreadable in a comment box
 _SEVERITY_ICON = {"Error": "🔴", "Warning": "🟠", "Info": "🔵"}
 
 
+@gc_paused()
 def render_markdown(
     document: Mapping[str, Any], *, max_rows: int = MAX_ROWS, max_diagram_nodes: int = MAX_DIAGRAM_NODES
 ) -> str:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.rules import RULES
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -28,6 +29,7 @@ TOOL_URI = "https://pypi.org/project/airflow-provider-coremodels/"
 _LEVEL = {"Info": "note", "Warning": "warning", "Error": "error"}
 
 
+@gc_paused()
 def render_sarif(
     document: Mapping[str, Any],
     *,
@@ -129,7 +131,9 @@ class _Locator:
         datasets = document.get("datasets", [])
         dags = [d for d in datasets if d.get("materialization") == "dag"]
         self.assets = {d["identity"] for d in datasets if d.get("materialization") == "asset"}
-        folder = _shared_folder([d["physicalName"] for d in dags if _absolute(d.get("physicalName"))])
+        # Only needed where the API gave no bundle path (Airflow 2): computed only then.
+        unplaced = [d for d in dags if not d.get("metadata", {}).get("airflow.relativeFileloc")]
+        folder = _shared_folder([d["physicalName"] for d in unplaced if _absolute(d.get("physicalName"))])
         self.files: dict[str, str] = {}
         for dag in dags:
             path = _relative_path(dag, folder)
