@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import artifact_paths
+from helpers import artifact_paths, recorded_document
+from hypothesis import given
+from hypothesis import strategies as st
 
 from airflow_provider_coremodels.core import (
     audit,
@@ -15,6 +17,7 @@ from airflow_provider_coremodels.core import (
     parse_artifacts,
 )
 from airflow_provider_coremodels.core.document import encode
+from airflow_provider_coremodels.core.render import render_json
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 
 TOP_LEVEL_KEYS = [
@@ -198,3 +201,21 @@ def test_unreadable_document_names_the_problem(text: str, problem: str) -> None:
     with pytest.raises(SnapshotDocumentError, match=r"^snapshot document ") as excinfo:
         load_document(text)
     assert problem in str(excinfo.value)
+
+
+# What a document holds: strings (any code point, lone surrogates aside), ints, bools, null.
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(st.characters(exclude_categories=("Cs",))),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(_JSON)
+def test_render_json_writes_exactly_what_json_dumps_would(value) -> None:
+    assert render_json(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def test_render_json_of_a_real_document() -> None:
+    document = recorded_document()
+    assert render_json(document) == json.dumps(document, indent=2, ensure_ascii=False)
