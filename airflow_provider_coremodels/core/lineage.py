@@ -313,8 +313,9 @@ def layout(graph: LineageGraph) -> dict[str, _Box]:
     """Place nodes in columns by longest path from a source, ordered to keep edges short.
 
     Longest-path layering puts every producer left of what it feeds; a cycle (DAG A feeds B
-    through one asset and B feeds A through another) is broken where it is first met. Rows
-    are then ordered by two barycentre sweeps, the usual cheap cure for crossing edges.
+    through one asset and B feeds A through another) is broken where it is first met, and
+    sources move right to sit beside what they feed. Rows are then ordered by two barycentre
+    sweeps, the usual cheap cure for crossing edges.
     """
     keys = [node.key for node in graph.nodes]
     successors: dict[str, list[str]] = defaultdict(list)
@@ -337,6 +338,13 @@ def layout(graph: LineageGraph) -> dict[str, _Box]:
             pending[target] -= 1
             if pending[target] == 0 and target not in rank:
                 ready.append(target)
+
+    # A source sits just left of the first node it feeds, not in the first column: an asset
+    # no DAG produces, read only by a DAG far to the right, would otherwise stretch an edge
+    # across every column between.
+    for key in keys:
+        if not predecessors[key] and successors[key]:
+            rank[key] = max(0, min(rank[target] for target in successors[key]) - 1)
 
     columns: dict[int, list[str]] = defaultdict(list)
     for key in keys:  # keys are in (kind, id) order: a stable start
