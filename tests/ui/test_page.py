@@ -1,0 +1,246 @@
+"""The CoreModels page as HTML, rendered from snapshot documents without Airflow or a browser."""
+
+from __future__ import annotations
+
+import copy
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from helpers import document_for, recorded_document, recorded_estate
+
+from airflow_provider_coremodels.core import audit, build_document
+from airflow_provider_coremodels.core.document import for_storage
+from airflow_provider_coremodels.ui.page import MAX_NODES, render_problem_page, render_snapshot_page
+
+HOSTILE_DAG = '<script>alert("dag")</script>'
+HOSTILE_ASSET = 's3://lake/"><img src=x onerror=alert(1)>.parquet'
+
+
+class _Page(HTMLParser):
+    """The tags and visible text of a page, so tests assert on structure, not on whitespace."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+        self._in_style = False
+        self._text: list[str] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+        self._in_style = tag == "style"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = self._in_style = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts.append(data)
+        elif not self._in_style:
+            self._text.append(data)
+
+    @property
+    def text(self) -> str:
+        return re.sub(r"\s+", " ", " ".join(self._text))
+
+    def find(self, tag: str, **attrs: str) -> list[dict[str, str | None]]:
+        return [a for t, a in self.tags if t == tag and all(a.get(k) == v for k, v in attrs.items())]
+
+    def rows(self) -> list[dict[str, str | None]]:
+        return [a for t, a in self.tags if t == "tr" and "finding" in (a.get("class") or "")]
+
+
+def render(document: dict[str, Any], **kwargs: Any) -> _Page:
+    return _Page(render_snapshot_page(document, source="/data/coremodels/latest.json", **kwargs))
+
+
+def hostile_document() -> dict[str, Any]:
+    dags = [
+        {"dag_id": HOSTILE_DAG, "is_paused": False, "owners": ["airflow"], "fileloc": "/dags/x.py"},
+        {"dag_id": "consumer", "is_paused": False, "owners": ["team"], "description": "reads it"},
+    ]
+    assets = [
+        {
+            "uri": HOSTILE_ASSET,
+            "producing_tasks": [{"dag_id": HOSTILE_DAG, "task_id": "t"}],
+            "scheduled_dags": [{"dag_id": "consumer"}],
+        }
+    ]
+    return document_for(dags, None, {"assets": assets})
+
+
+def test_the_recorded_estate_shows_facts_findings_and_lineage() -> None:
+    document = recorded_document()
+    page = render(document)
+    assert page.find("h1")
+    for words in (
+        f"fingerprint {document['fingerprint']}",
+        "6 DAGs",
+        "2 Paused DAGs",
+        "4 Assets",
+        "11 Tasks",
+        "7 Lineage edges",
+        "0 External edges",
+        "Coverage and drift: not evaluated (no baseline given).",
+        "Findings: 4 open (3 Warning, 1 Info).",
+        "Showing 4 of 4 findings",
+        "Nothing was lost",
+    ):
+        assert words in page.text
+    rows = page.rows()
+    assert [(r["data-severity"], r["data-code"]) for r in rows] == [
+        (f["severity"], f["code"]) for f in document["findings"]
+    ]
+    assert page.find("svg", **{"class": "coremodels-lineage"})
+    # the Content-Security-Policy admits the one hashed script: no inline event handlers
+    assert not [(t, k) for t, a in page.tags for k in a if k.startswith("on")]
+    assert {a["data-id"] for a in page.find("g") if a.get("data-id")} >= {"load_orders", "s3://lake/orders.parquet"}
+
+
+def test_filters_offer_each_severity_and_code_present() -> None:
+    page = render(recorded_document())
+    boxes = page.find("input", type="checkbox", name="severity")
+    assert [b["value"] for b in boxes] == ["Warning", "Info"]  # Error, Warning, Info order; only present ones
+    assert all("checked" in b for b in boxes)
+    options = [a["value"] for t, a in page.tags if t == "option" and a.get("value") is not None]
+    codes = ["asset-unproduced", "dag-no-description", "dag-no-owner", "paused-producer"]
+    assert options[: 1 + len(codes)] == ["", *codes]  # "all codes", then each code once, sorted
+    assert page.find("select", id="code-filter")
+    assert "Warning (3)" in page.text and "Info (1)" in page.text
+    assert any("findings-count" in s for s in page.scripts)  # the filter script is inline
+
+
+def test_a_hostile_dag_id_and_asset_uri_are_escaped_everywhere() -> None:
+    """DAG ids and URIs come from DAG authors: nothing in them may become markup or script."""
+    document = hostile_document()
+    html = render_snapshot_page(document, source="/data/<b>x</b>", note="<i>note</i>")
+    assert "<script>alert" not in html
+    assert "<img src=x" not in html
+    assert "<b>x</b>" not in html and "<i>note</i>" not in html
+    page = _Page(html)
+    assert [t for t, _ in page.tags].count("script") == 1  # only the page's own
+    assert not page.find("img")
+    assert HOSTILE_DAG in page.text and HOSTILE_ASSET in page.text  # shown, as text
+    assert {r["data-code"] for r in page.rows()} >= {"dag-no-owner"}
+    assert any(a.get("data-id") == HOSTILE_DAG for a in page.find("g"))
+    # the same page around the hostile id, and with it as an unknown id
+    around = render(document, around=HOSTILE_DAG, depth="1")
+    assert not around.find("img") and [t for t, _ in around.tags].count("script") == 1
+    unknown = render_snapshot_page(document, source="x", around="<script>x()</script>")
+    assert "<script>x()" not in unknown
+
+
+def test_no_findings_says_so_and_offers_no_filters() -> None:
+    document = document_for(
+        [{"dag_id": "tidy", "is_paused": False, "owners": ["team"], "description": "all good"}]
+    )
+    assert document["findings"] == []
+    page = render(document)
+    assert "No findings" in page.text
+    assert "Findings: 0 open." in page.text
+    assert not page.find("select", id="code-filter") and not page.rows()
+    assert "no lineage to draw" in page.text  # one DAG, no assets
+
+
+def test_waived_findings_are_marked_and_not_counted_as_open() -> None:
+    document = recorded_document()
+    for finding in document["findings"]:
+        if finding["code"] == "dag-no-owner":
+            finding["waived"] = {"reason": "owned by <ops>", "expires": "2027-03-31"}
+        if finding["code"] == "dag-no-description":
+            finding["waived"] = {"reason": "legacy", "expires": None}
+    page = render(document)
+    assert "Findings: 2 open (2 Warning) · 2 waived." in page.text
+    assert "waived: owned by <ops> (until 2027-03-31)" in page.text
+    assert "waived: legacy" in page.text and "legacy (until" not in page.text
+    waived = [r for r in page.rows() if r["data-waived"] == "true"]
+    assert {r["data-code"] for r in waived} == {"dag-no-owner", "dag-no-description"}
+    assert page.find("input", id="show-waived")
+
+
+def test_an_over_cap_snapshot_keeps_facts_and_findings_but_has_no_picture() -> None:
+    estate = recorded_estate()
+    document = for_storage(build_document(estate, audit(estate), max_snapshot_bytes=100))
+    assert document["snapshotStored"] is False and "lineage" not in document
+    page = render(document)
+    assert "6 DAGs" in page.text and len(page.rows()) == 4
+    assert "lineage picture is unavailable: this snapshot exceeded the snapshot cap" in page.text
+    assert not page.find("svg")
+    assert "over the 100-byte cap" in page.text  # the lossiness record says why
+
+
+def test_around_draws_the_neighbourhood_only() -> None:
+    page = render(recorded_document(), around="load_orders", depth="1")
+    drawn = {a["data-id"] for a in page.find("g") if a.get("data-id")}
+    assert drawn == {"load_orders", "s3://lake/orders.parquet"}
+    assert "Around 'load_orders', depth 1:" in page.text
+    assert page.find("input", id="around", value="load_orders")
+    assert [o["value"] for o in page.find("option") if "selected" in o] == ["1"]
+
+
+def test_an_unknown_id_says_so_and_still_offers_the_picker() -> None:
+    page = render(recorded_document(), around="no_such_dag")
+    assert "There is no DAG or asset 'no_such_dag' in the lineage of this snapshot." in page.text
+    assert not page.find("svg")
+    assert page.find("datalist", id="lineage-ids")
+    assert "load_orders" in [a["value"] for a in page.find("option") if a.get("value")]
+
+
+@pytest.mark.parametrize("depth", ["0", "-1", "seven", "99"])
+def test_a_bad_depth_falls_back_to_the_default_and_says_so(depth: str) -> None:
+    page = render(recorded_document(), around="load_orders", depth=depth)
+    assert f"depth must be a whole number from 1 to 6, not '{depth}': showing depth 2." in page.text
+    assert page.find("svg")
+
+
+def test_over_the_node_cap_the_picture_is_not_drawn_but_a_neighbourhood_is() -> None:
+    dags = [
+        {"dag_id": f"dag_{i:03}", "is_paused": False, "owners": ["t"], "description": "d"} for i in range(200)
+    ]
+    assets = [
+        {
+            "uri": f"s3://lake/a{i:03}",
+            "producing_tasks": [{"dag_id": f"dag_{i:03}", "task_id": "t"}],
+            "scheduled_dags": [{"dag_id": f"dag_{(i + 1) % 200:03}"}],
+        }
+        for i in range(200)
+    ]
+    document = document_for(dags, None, {"assets": assets})
+    page = render(document)
+    assert f"has 400 nodes, over the {MAX_NODES} this page draws" in page.text
+    assert "pick a DAG or asset below" in page.text
+    assert not page.find("svg")
+    assert len([a for a in page.find("option") if a.get("value", "").startswith("dag_")]) == 200
+    near = render(document, around="dag_010", depth="2")
+    assert {a["data-id"] for a in near.find("g") if a.get("data-id")} == {
+        "s3://lake/a009", "dag_010", "s3://lake/a010", "dag_009", "dag_011",
+    }
+    whole_ring = render(document, around="dag_010", depth="6")
+    assert len([a for a in whole_ring.find("g") if a.get("data-id")]) == 13
+
+
+def test_a_sparse_or_odd_document_still_renders() -> None:
+    """Fields a future (or damaged) document lacks are shown as unknown, never a crash."""
+    document = copy.deepcopy(recorded_document())
+    del document["baseline"]
+    document["state"] = {"facts": "not a mapping"}
+    document["findings"].append("not a finding")
+    document["findings"].append({"severity": "Critical", "code": "new-rule", "subject": None})
+    document["lossiness"] = [{"artifact": "tasks", "subject": "legacy_cleanup", "message": "tasks ignored"}]
+    page = render(document)
+    assert "does not say whether a baseline was compared" in page.text
+    assert "— DAGs" in page.text  # an unknown fact shows as a dash
+    assert page.find("input", type="checkbox", name="severity", value="Critical")
+    assert "tasks legacy_cleanup tasks ignored" in page.text
+
+
+def test_the_problem_page_escapes_and_shows_its_parts() -> None:
+    page = _Page(render_problem_page("No snapshot yet", "dir <x> is empty", "Run the export."))
+    assert page.text.strip().startswith("No snapshot yet")
+    assert "dir <x> is empty" in page.text and "Run the export." in page.text
+    assert not page.find("x")

@@ -1,0 +1,148 @@
+"""Finding the snapshot the page shows, on a real file system written by the real file sink."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import recorded_estate
+
+from airflow_provider_coremodels.core import audit, build_document
+from airflow_provider_coremodels.sinks import directory
+from airflow_provider_coremodels.sinks.directory import FileSink
+from airflow_provider_coremodels.ui.source import HISTORY, LATEST, Problem, Snapshot, read_snapshot
+
+
+def document(captured_at: str, **kwargs: Any) -> dict[str, Any]:
+    estate = recorded_estate()
+    doc = build_document(estate, audit(estate), **kwargs)
+    doc["state"]["capturedAt"] = captured_at
+    return doc
+
+
+def problem(location: str | Path) -> Problem:
+    found = read_snapshot(str(location))
+    assert isinstance(found, Problem), found
+    return found
+
+
+def snapshot(location: str | Path) -> Snapshot:
+    found = read_snapshot(str(location))
+    assert isinstance(found, Snapshot), found
+    return found
+
+
+def test_the_layout_is_the_file_sinks() -> None:
+    assert (LATEST, HISTORY) == (directory.LATEST, directory.HISTORY)
+
+
+@pytest.mark.parametrize("location", ["", "   "])
+def test_unset_says_which_option_to_set(location: str) -> None:
+    found = problem(location)
+    assert found.status == 200
+    assert found.title == "The CoreModels page is not configured"
+    assert "[coremodels] ui_snapshot_dir" in found.fix and "AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR" in found.fix
+
+
+def test_a_directory_no_export_wrote_yet_is_no_snapshot_yet(tmp_path: Path) -> None:
+    missing = problem(tmp_path / "coremodels")
+    assert (missing.status, missing.title) == (200, "No snapshot yet")
+    assert str(tmp_path / "coremodels") in missing.detail and "does not exist yet" in missing.detail
+    assert "file sink" in missing.fix and "airflow coremodels export" in missing.fix
+    empty = problem(tmp_path)
+    assert (empty.status, empty.title) == (200, "No snapshot yet")
+    assert f"{tmp_path} has no latest.json" in empty.detail
+
+
+def test_a_missing_json_file_is_named(tmp_path: Path) -> None:
+    found = problem(tmp_path / "snap.json")
+    assert found.title == "The snapshot file does not exist"
+    assert str(tmp_path / "snap.json") in found.detail
+
+
+def test_the_directory_shows_what_the_sink_stored(tmp_path: Path) -> None:
+    doc = document("2026-11-29T06:00:00Z")
+    FileSink(tmp_path).push(doc)
+    found = snapshot(tmp_path)
+    assert found.path == tmp_path / LATEST
+    assert found.document["fingerprint"] == doc["fingerprint"] and found.note is None
+    assert json.loads(found.raw) == found.document
+    # a file path is read as given: here, the history entry
+    [entry] = (tmp_path / HISTORY).iterdir()
+    assert snapshot(entry).path == entry
+
+
+def test_a_newer_snapshot_over_the_cap_is_the_one_shown(tmp_path: Path) -> None:
+    """latest.json stays the baseline when a snapshot exceeds the cap; the page shows the newer one."""
+    sink = FileSink(tmp_path)
+    stored = document("2026-11-28T06:00:00Z")
+    sink.push(stored)
+    over = document("2026-11-29T06:00:00Z", max_snapshot_bytes=100)
+    over["datasets"] = over["datasets"][:-1]  # a different estate, so a different fingerprint
+    over["fingerprint"] = "0123456789abcdef"
+    assert sink.push(over).baseline_replaced is False
+    found = snapshot(tmp_path)
+    assert found.document["snapshotStored"] is False and "lineage" not in found.document
+    assert found.path.parent == tmp_path / HISTORY
+    assert found.note is not None and "did not replace latest.json" in found.note
+    assert stored["fingerprint"] in found.note
+
+
+def test_history_alone_still_shows_its_newest_entry(tmp_path: Path) -> None:
+    FileSink(tmp_path).push(document("2026-11-29T06:00:00Z"))
+    (tmp_path / LATEST).unlink()
+    found = snapshot(tmp_path)
+    assert found.path.parent == tmp_path / HISTORY
+    assert found.note is not None and "does not exist" in found.note
+
+
+@pytest.mark.parametrize(
+    ("content", "problem_words"),
+    [
+        (b"{not json", "is not valid JSON"),
+        (b"[1, 2]", "is not a JSON object"),
+        (b'{"connector": "dbt", "schemaVersion": 1}', 'has connector "dbt", expected "airflow"'),
+    ],
+)
+def test_a_damaged_document_is_a_500_naming_the_file(
+    tmp_path: Path, content: bytes, problem_words: str
+) -> None:
+    (tmp_path / LATEST).write_bytes(content)
+    found = problem(tmp_path)
+    assert found.status == 500
+    assert found.title == "The snapshot is not a CoreModels snapshot document"
+    assert found.detail.startswith(f"{tmp_path / LATEST} {problem_words}")
+
+
+def test_a_changed_file_is_read_again(tmp_path: Path) -> None:
+    sink = FileSink(tmp_path)
+    sink.push(document("2026-11-28T06:00:00Z"))
+    first = snapshot(tmp_path)
+    assert snapshot(tmp_path) is first  # unchanged: the parsed document is reused
+    changed = document("2026-11-29T06:00:00Z")
+    changed["datasets"] = changed["datasets"][:-1]
+    changed["fingerprint"] = "0123456789abcdef"
+    sink.push(changed)
+    assert snapshot(tmp_path).document["fingerprint"] == "0123456789abcdef"
+
+
+def test_an_unreadable_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    FileSink(tmp_path).push(document("2026-11-29T06:00:00Z"))
+    latest = tmp_path / LATEST
+    if os.geteuid() == 0:
+        # Root reads a file whatever its mode (CI runs as root), so the refusal is simulated
+        # where the page reads the bytes; elsewhere the file's mode really refuses it.
+        def refuse(self: Path) -> bytes:
+            raise PermissionError(13, "Permission denied", str(self))
+
+        monkeypatch.setattr(Path, "read_bytes", refuse)
+    latest.chmod(0)
+    try:
+        found = problem(tmp_path)
+    finally:
+        latest.chmod(0o644)
+    assert found.status == 500 and found.title == "The snapshot cannot be read"
+    assert "Permission denied" in found.detail
