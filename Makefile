@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install demo test lint bench-smoke clean
+.PHONY: install browser demo test lint bench-smoke clean
 
 # constraints.txt pins every package of a known-good install (as Airflow's own constraint files
 # do): pip resolves at once instead of backtracking through botocore, s3fs and fastapi releases.
@@ -17,10 +17,19 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 install: $(VENV)/.installed
 
+# The UI tests drive Debian's Chromium headless. Installed here when missing and we may (root
+# with apt-get, as on CI); otherwise those tests skip, unless COREMODELS_REQUIRE_BROWSER=1.
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the UI tests ..."; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "note: /usr/bin/chromium is missing: the browser tests will skip (apt-get install chromium)"; fi
+
 demo: install
 	$(PY) tests/demo.py
 
-test: install lint
+test: install lint browser
 	$(PY) -m pytest
 
 lint: install

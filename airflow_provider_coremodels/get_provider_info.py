@@ -28,4 +28,21 @@ def get_provider_info() -> dict[str, Any]:
             },
         ],
         "cli": ["airflow_provider_coremodels.cli.definition.get_coremodels_cli_commands"],
+        "config": {
+            "coremodels": {
+                "description": "The CoreModels page in the Airflow UI (Browse → CoreModels).",
+                "options": {
+                    "ui_snapshot_dir": {
+                        "description": "Where the page reads the latest snapshot: the directory a file "
+                        "sink of the export writes to (it holds latest.json and history/), or one "
+                        "snapshot document (.json). Read by the API server; empty, the page says how "
+                        "to set it.\n",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "/data/coremodels",
+                        "default": "",
+                    },
+                },
+            },
+        },
     }

@@ -23,6 +23,31 @@ def test_entry_point_registers_the_provider() -> None:
     }
 
 
+def test_the_package_registers_the_ui_plugin_and_the_provider_its_option() -> None:
+    """The plugin is an ``airflow.plugins`` entry point (always loaded, unlike provider-info plugins,
+    which Airflow loads only with lazy_discover_providers off), and the page's option is declared."""
+    from airflow_provider_coremodels.get_provider_info import get_provider_info
+    from airflow_provider_coremodels.ui.plugin import CoreModelsPlugin
+
+    [entry] = [
+        e for e in entry_points(group="airflow.plugins") if e.value.startswith("airflow_provider_coremodels")
+    ]
+    assert (entry.name, entry.load()) == ("coremodels", CoreModelsPlugin)
+    assert CoreModelsPlugin.name == "coremodels"
+    info = get_provider_info()
+    assert "plugins" not in info  # declared twice, Airflow would report the second as an import error
+    option = info["config"]["coremodels"]["options"]["ui_snapshot_dir"]
+    assert (option["type"], option["default"]) == ("string", "")
+
+
+def test_airflow_reads_the_page_option_from_its_environment_variable(monkeypatch) -> None:
+    from airflow.configuration import conf
+
+    assert conf.get("coremodels", "ui_snapshot_dir", fallback="") == ""
+    monkeypatch.setenv("AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR", "/data/coremodels")
+    assert conf.get("coremodels", "ui_snapshot_dir", fallback="") == "/data/coremodels"
+
+
 def test_provider_info_and_cli_definition_import_nothing_heavy() -> None:
     """Airflow imports these on every CLI start: they must not pull in the core, requests or pydantic."""
     code = (
@@ -41,4 +66,4 @@ def test_cli_commands_build_for_airflow() -> None:
 
     [group] = get_coremodels_cli_commands()
     assert group.name == "coremodels"
-    assert [c.name for c in group.subcommands] == ["audit", "capture", "export", "generate"]
+    assert [c.name for c in group.subcommands] == ["audit", "lineage", "capture", "export", "generate"]

@@ -1,0 +1,157 @@
+"""The CoreModels page's FastAPI app, mounted by the API server under ``/coremodels``.
+
+Every request is authenticated by Airflow's own dependency, which reads the UI's ``_token``
+cookie or an ``Authorization: Bearer`` header, and must be allowed to read all DAGs and
+assets: the snapshot describes the whole estate. The plugin (``ui/plugin.py``) imports this
+module on the first request only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from airflow.api_fastapi.core_api.security import GetUserDep
+from airflow.configuration import conf
+from fastapi import FastAPI, HTTPException, Query, Request, status
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from airflow_provider_coremodels.ui.page import (
+    CONTENT_SECURITY_POLICY,
+    render_problem_page,
+    render_snapshot_page,
+)
+from airflow_provider_coremodels.ui.source import (
+    CONFIG_OPTION,
+    CONFIG_SECTION,
+    Problem,
+    Snapshot,
+    read_snapshot,
+)
+
+log = logging.getLogger(__name__)
+
+# The menu icon: boxes (DAGs and assets) joined by lineage; a light stroke for the dark theme.
+_ICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="none" stroke="{stroke}" '
+    'stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><rect x="2" y="3" width="7" '
+    'height="6" rx="1"/><rect x="15" y="9" width="7" height="6" rx="3"/><rect x="2" y="15" '
+    'width="7" height="6" rx="1"/><path d="M9 6h2.5a1.5 1.5 0 0 1 1.5 1.5V12h2M9 18h2.5a1.5 1.5 0 0 0 '
+    '1.5-1.5V12"/></svg>'
+)
+
+app = FastAPI(
+    title="CoreModels",
+    description="The latest CoreModels snapshot of this Airflow estate.",
+    # The page is for people in the Airflow UI; the JSON is the stored document itself.
+    docs_url=None,
+    redoc_url=None,
+    openapi_url=None,
+)
+
+
+def _require_estate_reader(user: Any) -> None:
+    """The snapshot names every DAG and asset: only a user who may read them all sees it."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    auth_manager = get_auth_manager()
+    if not (
+        auth_manager.is_authorized_dag(method="GET", user=user)
+        and auth_manager.is_authorized_asset(method="GET", user=user)
+    ):
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            "The CoreModels snapshot describes every DAG and asset; your Airflow role may not read them all.",
+        )
+
+
+def _snapshot() -> Snapshot | Problem:
+    location = conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback="") or ""
+    try:
+        return read_snapshot(location)
+    except Exception:  # the page never shows a stack trace; the API server's log has it
+        log.exception("CoreModels page: reading the snapshot at %r failed", location)
+        return Problem(
+            "The snapshot could not be read",
+            f"Reading the snapshot at {location!r} failed unexpectedly.",
+            "The Airflow API server's log has the details.",
+            status=500,
+        )
+
+
+@app.middleware("http")
+async def _security_headers(request: Request, call_next: Any) -> Response:
+    """Every answer, page or refusal: no sniffing, the page's CSP, and never cached by a proxy."""
+    response: Response = await call_next(request)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    if response.headers.get("content-type", "").startswith("text/html"):
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    if not request.url.path.endswith(".svg"):
+        response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+@app.get("/", response_class=HTMLResponse)
+def snapshot_page(
+    user: GetUserDep,
+    around: Annotated[str | None, Query(max_length=2000)] = None,
+    depth: Annotated[str | None, Query(max_length=10)] = None,
+) -> HTMLResponse:
+    """The page: facts, findings, lossiness and the lineage picture of the latest snapshot."""
+    _require_estate_reader(user)
+    found = _snapshot()
+    if isinstance(found, Problem):
+        return HTMLResponse(render_problem_page(found.title, found.detail, found.fix), found.status)
+    try:
+        html = render_snapshot_page(
+            found.document, source=str(found.path), note=found.note, around=around, depth=depth
+        )
+    except Exception:
+        log.exception("CoreModels page: rendering %s failed", found.path)
+        problem = render_problem_page(
+            "The snapshot could not be shown",
+            f"Rendering {found.path} failed unexpectedly.",
+            "The Airflow API server's log has the details.",
+        )
+        return HTMLResponse(problem, status.HTTP_500_INTERNAL_SERVER_ERROR)
+    return HTMLResponse(html)
+
+
+@app.get("/snapshot.json")
+def snapshot_json(user: GetUserDep) -> Response:
+    """The snapshot document itself, byte for byte as the sink stored it."""
+    _require_estate_reader(user)
+    found = _snapshot()
+    if isinstance(found, Problem):
+        status_code = status.HTTP_404_NOT_FOUND if found.status == 200 else found.status
+        return JSONResponse({"detail": f"{found.title}: {found.detail} {found.fix}"}, status_code)
+    return Response(found.raw, media_type="application/json")
+
+
+@app.get("/icon.svg", include_in_schema=False)
+@app.get("/icon-dark.svg", include_in_schema=False)
+def icon(request: Request) -> Response:
+    """The menu icon: public, like the rest of the UI's static files."""
+    stroke = "#e6edf3" if request.url.path.endswith("-dark.svg") else "#1f2328"
+    return Response(
+        _ICON.format(stroke=stroke), media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
+    )
+
+
+@app.exception_handler(StarletteHTTPException)
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """Refusals as a short page for a browser, as JSON for ``snapshot.json``."""
+    headers = getattr(exc, "headers", None)
+    if request.url.path.endswith(".json"):
+        return JSONResponse({"detail": exc.detail}, exc.status_code, headers=headers)
+    if exc.status_code == status.HTTP_401_UNAUTHORIZED:
+        title, detail = "Sign in to Airflow first", f"This page needs an Airflow login ({exc.detail})."
+        fix = "Open it from the Airflow UI (Browse → CoreModels) after signing in, or send a bearer token."
+    elif exc.status_code == status.HTTP_403_FORBIDDEN:
+        title, detail = "Not allowed", str(exc.detail)
+        fix = "Ask an Airflow admin for a role that can read all DAGs and assets."
+    else:
+        title, detail, fix = "Request refused", str(exc.detail), ""
+    return HTMLResponse(render_problem_page(title, detail, fix), exc.status_code, headers=headers)
+

@@ -1,0 +1,257 @@
+"""The CoreModels page served by a real Airflow 3.3 API server, looked at in a headless Chromium.
+
+One API server (SQLite, example_dags/estate) for the module, with the provider installed as
+users install it. Before anything is exported the page says so; then the real export command
+captures that same server with a waiver file and writes the snapshot through the file sink,
+and the page is checked as a person sees it: the text, which findings rows are visible as
+the filters change, the lineage picture, the Airflow UI's Browse menu and the iframe it
+shows the page in. Screenshots land in test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from airflow_server import AirflowApiServer
+from browser import Browser
+from helpers import REPO
+
+pytestmark = pytest.mark.airflow_server
+
+ARTIFACTS = REPO / "test-artifacts"
+PAGE = "/coremodels/"
+WAIVER = {
+    "code": "dag-no-description", "subject": "legacy_*", "reason": "retired in Q1", "expires": "2099-12-31",
+}  # fmt: skip
+
+VISIBLE_ROWS = """Array.from(document.querySelectorAll("#findings tbody tr.finding"))
+  .filter((row) => row.getClientRects().length > 0)
+  .map((row) => row.dataset.code + " " + row.querySelector(".subject").innerText)"""
+COUNT_TEXT = 'document.getElementById("findings-count").innerText'
+
+
+@dataclass
+class Live:
+    server: AirflowApiServer
+    snapshot_dir: Path
+    token: str
+    before_export: requests.Response
+    document: dict[str, Any]
+
+    def get(self, path: str, **kwargs: Any) -> requests.Response:
+        return requests.get(f"{self.server.base_url}{path}", timeout=30, **kwargs)
+
+    def authed(self, path: str, **params: Any) -> requests.Response:
+        return self.get(path, params=params, headers={"Authorization": f"Bearer {self.token}"})
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    root = tmp_path_factory.mktemp("coremodels-ui")
+    snapshot_dir = root / "coremodels"  # what the export DAG's file sink would write; not there yet
+    # Airflow's defaults otherwise: the plugin loads through the package's entry point.
+    extra_env = {"AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR": str(snapshot_dir)}
+    with AirflowApiServer(REPO / "example_dags" / "estate", extra_env=extra_env) as server:
+        token = server.token()
+        before = requests.get(
+            f"{server.base_url}{PAGE}", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        waivers = root / "waivers.json"
+        waivers.write_text(json.dumps([WAIVER]))
+        export = subprocess.run(
+            [
+                sys.executable, "-m", "airflow_provider_coremodels", "export",
+                "--base-url", server.base_url, "--username", server.username,
+                "--password-env", "COREMODELS_UI_TEST_PASSWORD",
+                "--sink", str(snapshot_dir), "--waivers", str(waivers), "--format", "json",
+            ],
+            env={**os.environ, "COREMODELS_UI_TEST_PASSWORD": server.password},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert export.returncode == 0, export.stderr
+        yield Live(server, snapshot_dir, token, before, json.loads(export.stdout))
+
+
+def open_page(browser: Browser, live: Live, path: str = PAGE) -> int | None:
+    browser.clear_cookies()
+    browser.set_cookie("_token", live.token, url=live.server.base_url)  # what the UI's login leaves
+    return browser.navigate(f"{live.server.base_url}{path}")
+
+
+def test_the_api_server_loads_the_plugin_the_provider_registers(live: Live) -> None:
+    [plugin] = [p for p in live.authed("/api/v2/plugins").json()["plugins"] if p["name"] == "coremodels"]
+    [app] = plugin["fastapi_apps"]
+    assert (app["app"], app["url_prefix"]) == ("airflow_provider_coremodels.ui.plugin.LazyApp", "/coremodels")
+    [view] = plugin["external_views"]
+    assert (view["href"], view["url_route"], view["destination"], view["category"]) == (
+        "/coremodels/", "coremodels", "nav", "browse",
+    )  # fmt: skip
+    assert live.authed("/api/v2/plugins/importErrors").json()["total_entries"] == 0
+    for icon in (view["icon"], view["icon_dark_mode"]):
+        assert live.get(icon).headers["content-type"] == "image/svg+xml"
+
+
+def test_before_the_first_export_the_page_says_there_is_no_snapshot_yet(live: Live) -> None:
+    assert live.before_export.status_code == 200
+    assert "<title>No snapshot yet</title>" in live.before_export.text
+    assert f"{live.snapshot_dir} does not exist yet" in live.before_export.text
+
+
+def test_the_page_needs_an_airflow_login(live: Live) -> None:
+    page = live.get(PAGE)
+    assert page.status_code == 401 and page.headers["content-type"].startswith("text/html")
+    assert "Sign in to Airflow first" in page.text and "Traceback" not in page.text
+    assert live.get("/coremodels/snapshot.json").status_code == 401
+    assert live.get(PAGE, headers={"Authorization": "Bearer not-a-jwt"}).status_code == 403
+    assert live.get(PAGE, cookies={"_token": "not-a-jwt"}).status_code == 403
+
+
+def test_snapshot_json_is_the_stored_document(live: Live) -> None:
+    response = live.authed("/coremodels/snapshot.json")
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    assert response.content == (live.snapshot_dir / "latest.json").read_bytes()
+    assert response.json()["fingerprint"] == live.document["fingerprint"]
+
+
+def test_a_person_sees_the_snapshot_and_filters_its_findings(browser: Browser, live: Live) -> None:
+    document = live.document
+    findings = document["findings"]
+    assert [f["code"] for f in findings if f.get("waived")] == ["dag-no-description"]  # the waiver held
+    assert open_page(browser, live) == 200
+    text = browser.evaluate("document.body.innerText")
+    assert f"fingerprint {document['fingerprint']}" in text
+    assert "Airflow 3.3" in text and f"captured {document['state']['capturedAt']}" in text
+    facts = browser.evaluate('Array.from(document.querySelectorAll(".facts li")).map((li) => li.innerText)')
+    assert [" ".join(f.split()) for f in facts] == [
+        "6 DAGs", "2 Paused DAGs", "4 Assets", "11 Tasks", "7 Lineage edges", "0 External edges",
+    ]  # fmt: skip
+    assert "Findings: 3 open (3 Warning) · 1 waived." in text
+    assert "waived: retired in Q1 (until 2099-12-31)" in text
+
+    def shown() -> list[str]:
+        rows: list[str] = browser.evaluate(VISIBLE_ROWS)
+        assert browser.evaluate(COUNT_TEXT) == f"Showing {len(rows)} of {len(findings)} findings"
+        return rows
+
+    everything = [f"{f['code']} {f['subject']}" for f in findings]
+    assert shown() == everything
+    browser.click("#sev-Warning")  # untick Warning: only the waived Info finding is left
+    assert shown() == ["dag-no-description legacy_cleanup"]
+    browser.click("#show-waived")
+    assert shown() == []
+    browser.click("#sev-Warning")
+    assert shown() == [row for row in everything if not row.startswith("dag-no-description")]
+    browser.evaluate(
+        'const code = document.getElementById("code-filter"); code.value = "dag-no-owner";'
+        ' code.dispatchEvent(new Event("change", {bubbles: true}))'
+    )
+    assert shown() == ["dag-no-owner legacy_cleanup"]
+    browser.evaluate(
+        'const reset = document.getElementById("code-filter"); reset.value = "";'
+        ' reset.dispatchEvent(new Event("change", {bubbles: true}))'
+    )
+    browser.click("#show-waived")
+    assert shown() == everything
+
+    nodes = browser.evaluate(
+        'Array.from(document.querySelectorAll("svg.coremodels-lineage g.node"))'
+        '.map((g) => [g.dataset.id, g.getAttribute("class")])'
+    )
+    classes = dict(nodes)
+    assert len(classes) == 9  # 5 DAGs with lineage and 4 assets; legacy_cleanup has none
+    assert "paused" in classes["load_orders"] and "paused" in classes["backfill_customers"]
+    assert "has-findings" in classes["s3://lake/orders.parquet"]
+    assert "has-findings" not in classes["daily_revenue"]
+    assert browser.exceptions == []
+    assert not [line for line in browser.console if "Content Security Policy" in line]
+    browser.screenshot(ARTIFACTS / "coremodels-page.png")
+
+
+def test_clicking_a_node_draws_its_neighbourhood(browser: Browser, live: Live) -> None:
+    open_page(browser, live)
+    browser.click('svg.coremodels-lineage g.node[data-id="load_orders"]', navigates=True)
+    assert browser.evaluate("location.search") == "?around=load_orders&depth=2"
+    drawn = browser.evaluate('Array.from(document.querySelectorAll("g.node")).map((g) => g.dataset.id)')
+    assert sorted(drawn) == ["daily_revenue", "load_orders", "s3://lake/orders.parquet"]
+    assert browser.evaluate('document.getElementById("around").value') == "load_orders"
+    assert browser.evaluate('document.getElementById("lineage-summary").innerText').startswith(
+        "Around 'load_orders', depth 2:"
+    )
+    browser.screenshot(ARTIFACTS / "coremodels-neighbourhood.png")
+
+    # The picker: type an id, choose a depth, submit.
+    browser.evaluate(
+        'document.getElementById("around").value = "s3://lake/customers.parquet";'
+        ' document.getElementById("depth").value = "1"'
+    )
+    browser.click(".lineage-form button[type=submit]", navigates=True)
+    assert browser.evaluate("location.search + location.hash") == (
+        "?around=s3%3A%2F%2Flake%2Fcustomers.parquet&depth=1#lineage"
+    )
+    drawn = browser.evaluate('Array.from(document.querySelectorAll("g.node")).map((g) => g.dataset.id)')
+    assert sorted(drawn) == [
+        "backfill_customers", "customer_report", "s3://lake/customers.parquet", "sync_crm",
+    ]  # fmt: skip
+
+    assert open_page(browser, live, f"{PAGE}?around=no_such_dag") == 200
+    error = browser.evaluate('document.getElementById("lineage-error").innerText')
+    assert error.startswith("There is no DAG or asset 'no_such_dag' in the lineage of this snapshot.")
+    assert browser.evaluate('document.querySelectorAll("svg.coremodels-lineage").length') == 0
+
+
+def test_the_airflow_ui_lists_the_page_and_shows_it_in_a_frame(browser: Browser, live: Live) -> None:
+    assert open_page(browser, live, "/") == 200
+    browser.wait_for('!!document.querySelector("button[aria-label=Browse]")')
+    browser.click("button[aria-label=Browse]")
+    item = browser.wait_for(
+        'Array.from(document.querySelectorAll("[role=menuitem]"))'
+        '.filter((a) => a.innerText.trim() === "CoreModels").map((a) => a.getAttribute("href"))[0]'
+    )
+    assert item == "/plugin/coremodels"
+    browser.click('[role=menuitem][href="/plugin/coremodels"]')
+    src = browser.wait_for('document.querySelector("iframe") && document.querySelector("iframe").src')
+    assert src == f"{live.server.base_url}{PAGE}"
+    framed = browser.wait_for(
+        '(() => { const d = document.querySelector("iframe").contentDocument;'
+        " return d && d.readyState === 'complete' && d.querySelector('svg.coremodels-lineage')"
+        " && d.body.innerText; })()"
+    )
+    assert f"fingerprint {live.document['fingerprint']}" in framed
+    assert "Showing 4 of 4 findings" in framed
+    # The UI mirrors the frame's location into its own URL, so what the frame shows can be linked to.
+    assert browser.evaluate("location.pathname") == "/plugin/coremodels/coremodels/"
+    browser.screenshot(ARTIFACTS / "airflow-ui-coremodels.png", full_page=False)
+
+    # The UI sandboxes the frame; the filter script still runs in it.
+    in_frame = 'document.querySelector("iframe").contentDocument'
+    browser.evaluate(f'{in_frame}.getElementById("sev-Warning").click()')
+    count = browser.evaluate(f'{in_frame}.getElementById("findings-count").innerText')
+    assert count == "Showing 1 of 4 findings"
+
+    # A link to a neighbourhood opens the UI with the page framed at that neighbourhood.
+    assert open_page(browser, live, "/plugin/coremodels/coremodels/?around=load_orders&depth=1") == 200
+    drawn = browser.wait_for(
+        f'(() => {{ const d = {in_frame}; return d && d.readyState === "complete"'
+        ' && Array.from(d.querySelectorAll("svg.coremodels-lineage g.node")).map((g) => g.dataset.id)'
+        '.sort().join(" "); })()'
+    )
+    assert drawn == "load_orders s3://lake/orders.parquet"
+
+
+def test_without_a_login_the_browser_gets_a_401_page(browser: Browser, live: Live) -> None:
+    browser.clear_cookies()
+    assert browser.navigate(f"{live.server.base_url}{PAGE}") == 401
+    assert browser.evaluate("document.querySelector('h1').innerText") == "Sign in to Airflow first"
+    assert live.document["fingerprint"] not in browser.evaluate("document.documentElement.outerHTML")
+    browser.screenshot(ARTIFACTS / "coremodels-401.png")
