@@ -127,5 +127,6 @@ def test_export_refuses_a_malformed_waiver_file_before_capturing(airflow_server,
     waivers.write_text("- code: dag-no-owner\n")
     result = export(airflow_server, "--sink", str(tmp_path / "out"), "--waivers", str(waivers))
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1].startswith(f"error: waiver file {waivers} waivers[0].subject")
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith(f"error: waiver file {waivers} waivers[0].subject")
     assert not (tmp_path / "out").exists()
