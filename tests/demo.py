@@ -8,16 +8,23 @@ defines the connection ``airflow_api`` in the environment, and then:
    findings table and writes ./coremodels-out/latest.json and history/;
 2. ``airflow dags test coremodels_export`` runs the export DAG once, so the findings show in a
    task log (same estate, so it reports ``unchanged``);
+3. ``airflow coremodels lineage`` draws one DAG's neighbourhood, and the other views of the
+   stored snapshot are written beside it: ``coremodels.sarif`` and ``report.md``;
+4. the CoreModels page of the Airflow UI is fetched, as the UI would, and checked.
 
 and stops everything it started. Run it twice: the second run's export reports ``unchanged``.
+With ``COREMODELS_DEMO_KEEP=1`` the server stays up until Enter, to open the page in a browser.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -32,9 +39,19 @@ def airflow(*args: str, env: dict[str, str]) -> None:
     subprocess.run([str(Path(sys.executable).with_name("airflow")), *args], env=env, check=True)
 
 
+def write_view(path: Path, *args: str, env: dict[str, str]) -> None:
+    """Run ``python -m airflow_provider_coremodels <args>`` and keep its stdout in ``path``."""
+    command = [sys.executable, "-m", "airflow_provider_coremodels", *args]
+    print(
+        f"\n$ python -m airflow_provider_coremodels {' '.join(args)} > {path.relative_to(REPO)}", flush=True
+    )
+    path.write_bytes(subprocess.run(command, env=env, check=True, capture_output=True).stdout)
+
+
 def main() -> int:
     print("starting a real Airflow API server on 127.0.0.1 with the example estate ...", flush=True)
-    with AirflowApiServer(REPO / "example_dags") as server:
+    page_env = {"AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR": str(OUT)}  # the UI page reads the file sink
+    with AirflowApiServer(REPO / "example_dags", extra_env=page_env) as server:
         print(f"  up at {server.base_url}", flush=True)
         connection = {
             "conn_type": "airflow_api",
@@ -49,7 +66,26 @@ def main() -> int:
         }
         airflow("coremodels", "export", "--conn-id", "airflow_api", "--sink", str(OUT), env=env)
         airflow("dags", "test", "coremodels_export", env=env)
-    print(f"\nthe server is stopped. The snapshot: {OUT.relative_to(REPO)}/latest.json and history/")
+
+        snapshot = str(OUT / "latest.json")
+        airflow("coremodels", "lineage", "--snapshot", snapshot, "--around", "daily_revenue", env=env)
+        write_view(OUT / "coremodels.sarif", "audit", "--snapshot", snapshot, "--format", "sarif", env=env)
+        write_view(OUT / "report.md", "audit", "--snapshot", snapshot, "--format", "markdown", env=env)
+
+        page = requests.get(
+            f"{server.base_url}/coremodels/",
+            headers={"Authorization": f"Bearer {server.token()}"},
+            timeout=60,
+        )
+        page.raise_for_status()
+        assert "CoreModels snapshot" in page.text, page.text[:500]
+        print(f"\nthe CoreModels page answers at {server.base_url}/plugin/coremodels (Browse -> CoreModels)")
+        if os.environ.get("COREMODELS_DEMO_KEEP") == "1":
+            passwords = server.env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]
+            print(f"  sign in as {server.username}; the password is in {passwords}")
+            input("  press Enter to stop the server ... ")
+    print(f"\nthe server is stopped. The snapshot: {OUT.relative_to(REPO)}/latest.json and history/,")
+    print(f"with coremodels.sarif and report.md beside it (open {OUT.relative_to(REPO)}/report.md).")
     return 0
 
 
