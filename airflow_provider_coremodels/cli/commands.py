@@ -25,13 +25,12 @@ from airflow_provider_coremodels.core import (
 from airflow_provider_coremodels.core.audit import failing_findings
 from airflow_provider_coremodels.core.capabilities import require
 from airflow_provider_coremodels.core.render import render_json, render_table
-from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers
 from airflow_provider_coremodels.errors import (
     DagsArtifactError,
     SnapshotDocumentError,
     UsageError,
-    WaiverFileError,
 )
+from airflow_provider_coremodels.waiver_file import read_waivers
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
@@ -84,18 +83,6 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
     baseline = _baseline(args.baseline) if args.baseline else None
     result = run_audit(estate, baseline, waivers=waivers)
     return build_document(estate, result, **build)
-
-
-def read_waivers(path: str) -> tuple[Waiver, ...]:
-    """Read and check a waiver file; any problem is a WaiverFileError naming the file (exit 2)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise WaiverFileError(f"cannot be read: {exc.strerror or exc}", path) from None
-    try:
-        return parse_waivers(data)
-    except WaiverFileError as exc:
-        raise exc.with_source(path) from None
 
 
 def capture(args: argparse.Namespace) -> int:
