@@ -15,6 +15,7 @@ from typing import Any
 from airflow_provider_coremodels.core.audit import SEVERITY_RANK
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
+from airflow_provider_coremodels.core.render import severity_counts
 from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT
 
 MAX_ROWS = 50  # per table
@@ -130,12 +131,7 @@ def _summary(document: Mapping[str, Any]) -> str:
 
 
 def _count_line(open_findings: list[dict[str, Any]], waived: int) -> str:
-    if not open_findings:
-        line = "none open"
-    else:
-        counts = Counter(f["severity"] for f in open_findings)
-        ordered = sorted(counts, key=lambda s: -SEVERITY_RANK.get(s, 0))
-        line = f"{len(open_findings)} open (" + ", ".join(f"{counts[s]} {s}" for s in ordered) + ")"
+    line = f"{len(open_findings)} open ({severity_counts(open_findings)})" if open_findings else "none open"
     return f"{line}, {waived} waived" if waived else line
 
 

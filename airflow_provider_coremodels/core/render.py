@@ -37,13 +37,19 @@ def findings_count_line(findings: list[dict[str, Any]]) -> str:
     """How many findings by severity; waived ones are counted apart, since they never fail a run."""
     open_findings = [f for f in findings if not f.get("waived")]
     waived = len(findings) - len(open_findings)
-    if not open_findings:
-        line = "findings: none"
-    else:
-        by_severity = Counter(f["severity"] for f in open_findings)
-        ordered = sorted(by_severity, key=lambda s: -SEVERITY_RANK.get(s, 0))
-        line = f"findings: {len(open_findings)} (" + ", ".join(f"{by_severity[s]} {s}" for s in ordered) + ")"
+    line = (
+        f"findings: {len(open_findings)} ({severity_counts(open_findings)})"
+        if open_findings
+        else "findings: none"
+    )
     return f"{line}; {waived} waived" if waived else line
+
+
+def severity_counts(findings: list[dict[str, Any]]) -> str:
+    """``3 Warning, 1 Info``: how many findings of each severity, the most severe first."""
+    by_severity = Counter(f["severity"] for f in findings)
+    ordered = sorted(by_severity, key=lambda s: -SEVERITY_RANK.get(s, 0))
+    return ", ".join(f"{by_severity[s]} {s}" for s in ordered)
 
 
 def finding_line(finding: dict[str, Any]) -> str:
