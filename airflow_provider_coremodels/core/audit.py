@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.model import ASSET, DAG, Dataset, Estate, Finding, Severity
-from airflow_provider_coremodels.core.rules import CONFORMANCE, COVERAGE, DRIFT, MESSAGES
+from airflow_provider_coremodels.core.model import ASSET, DAG, Dataset, Estate, Finding
+from airflow_provider_coremodels.core.rules import make_finding
 from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
 
 DEFAULT_OWNER = "airflow"
@@ -88,10 +88,6 @@ def failing_findings(findings: list[dict[str, Any]], fail_on: str) -> list[dict[
     return [f for f in findings if not f.get("waived") and SEVERITY_RANK.get(f["severity"], 0) >= threshold]
 
 
-def _finding(section: str, severity: Severity, code: str, subject: str, detail: str | None) -> Finding:
-    return Finding(section, severity, code, subject, MESSAGES[code], detail)
-
-
 # -- conformance --------------------------------------------------------------------------
 
 
@@ -117,7 +113,7 @@ def conformance(estate: Estate) -> Iterator[Finding]:
 def dag_no_description(dag: Dataset) -> Finding | None:
     if dag.description and dag.description.strip():
         return None
-    return _finding(CONFORMANCE, Severity.INFO, "dag-no-description", dag.identity, None)
+    return make_finding("dag-no-description", dag.identity, None)
 
 
 def dag_no_owner(dag: Dataset) -> Finding | None:
@@ -126,7 +122,7 @@ def dag_no_owner(dag: Dataset) -> Finding | None:
     if owners and owners != DEFAULT_OWNER:
         return None
     detail = f"owners: {owners}" if owners else "owners: none"
-    return _finding(CONFORMANCE, Severity.WARNING, "dag-no-owner", dag.identity, detail)
+    return make_finding("dag-no-owner", dag.identity, detail)
 
 
 def asset_unproduced(
@@ -136,9 +132,7 @@ def asset_unproduced(
     described = sorted(c for c in consumers if c in dags)
     if producers or not described:
         return None
-    return _finding(
-        CONFORMANCE, Severity.WARNING, "asset-unproduced", uri, "consumers: " + ", ".join(described)
-    )
+    return make_finding("asset-unproduced", uri, "consumers: " + ", ".join(described))
 
 
 def paused_producer(
@@ -151,7 +145,7 @@ def paused_producer(
     if not active:
         return None
     detail = f"producers: {', '.join(sorted(producers))}; active consumers: {', '.join(active)}"
-    return _finding(CONFORMANCE, Severity.WARNING, "paused-producer", uri, detail)
+    return make_finding("paused-producer", uri, detail)
 
 
 def lineage_sides(estate: Estate) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -190,9 +184,7 @@ def drift(estate: Estate, baseline: Estate) -> Iterator[Finding]:
     for key, dataset in current.items():
         before = previous.get(key)
         if before is None:
-            yield _finding(
-                COVERAGE,
-                Severity.INFO,
+            yield make_finding(
                 "dataset-unmapped",
                 dataset.identity,
                 f"new {_KIND[dataset.materialization]}",
@@ -206,9 +198,7 @@ def drift(estate: Estate, baseline: Estate) -> Iterator[Finding]:
             )
     for key, dataset in previous.items():
         if key not in current:
-            yield _finding(
-                DRIFT,
-                Severity.WARNING,
+            yield make_finding(
                 "dataset-removed",
                 dataset.identity,
                 f"was {_A_KIND[dataset.materialization]}",
@@ -223,10 +213,10 @@ def _field_drift(dag: Dataset, before: Dataset, *, known_now: bool, known_then: 
         old = then.get(name)
         if old is None:
             if known_then:
-                yield _finding(COVERAGE, Severity.INFO, "field-unmapped", subject, None)
+                yield make_finding("field-unmapped", subject, None)
         elif old.native_type != field.native_type:
             detail = f"was {old.native_type}; now {field.native_type}"
-            yield _finding(DRIFT, Severity.WARNING, "field-type-drift", subject, detail)
+            yield make_finding("field-type-drift", subject, detail)
     if known_now:
         for name in then.keys() - now.keys():
-            yield _finding(DRIFT, Severity.WARNING, "field-removed", f"{dag.identity}.{name}", None)
+            yield make_finding("field-removed", f"{dag.identity}.{name}", None)

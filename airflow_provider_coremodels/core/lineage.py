@@ -22,15 +22,12 @@ from typing import Any, Literal
 
 from airflow_provider_coremodels.core.audit import SEVERITY_RANK
 from airflow_provider_coremodels.core.collector import gc_paused
+from airflow_provider_coremodels.core.rules import BY_CODE
 
 NodeKind = Literal["dag", "asset", "external"]
 _KIND_ORDER = {"dag": 0, "external": 1, "asset": 2}
-_FINDING_KINDS = {
-    "dag-no-description": ("dag",),
-    "dag-no-owner": ("dag",),
-    "asset-unproduced": ("asset",),
-    "paused-producer": ("asset",),
-}
+# The nodes a finding can be about, by what its rule's subject names.
+_NODE_KINDS = {"dag": ("dag",), "asset": ("asset",), "dataset": ("dag", "asset")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +42,7 @@ class Node:
 
     @property
     def key(self) -> str:
-        return f"{'asset' if self.kind == 'asset' else 'dag'}:{self.id}"
+        return _key(self.kind, self.id)
 
     def label(self) -> str:
         marks = []
@@ -84,12 +81,13 @@ class LineageGraph:
                 "so it has no lineage to draw"
             )
         # Open findings by the node they are about. A DAG and an asset may share a name, so
-        # the code says which: dag-* codes are about DAGs, the asset rules about assets.
+        # the rule says which; a code this version does not know may be about either.
         open_findings: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for finding in document.get("findings", []):
             if not finding.get("waived"):
-                for kind in _FINDING_KINDS.get(finding["code"], ("dag", "asset")):
-                    open_findings[f"{kind}:{finding['subject']}"].append(finding)
+                rule = BY_CODE.get(finding["code"])
+                for kind in _NODE_KINDS.get(rule.about if rule else "dataset", ()):
+                    open_findings[_key(kind, finding["subject"])].append(finding)
 
         described: dict[str, Node] = {}
         assets: dict[str, Node] = {}
@@ -119,7 +117,7 @@ class LineageGraph:
                 continue  # neither end is an asset: nothing the picture can place
             if dag_id not in described and dag_id not in externals:
                 externals[dag_id] = _node(dag_id, "external", False, open_findings)
-            dag_key, asset_key = f"dag:{dag_id}", f"asset:{asset_id}"
+            dag_key, asset_key = _key("dag", dag_id), _key("asset", asset_id)
             edges.add((dag_key, asset_key) if producing else (asset_key, dag_key))
 
         linked = {key for edge in edges for key in edge}
@@ -136,7 +134,7 @@ class LineageGraph:
         """
         if depth < 0:
             raise ValueError(f"depth must be 0 or more, got {depth}")
-        starts = [key for key in (f"dag:{center}", f"asset:{center}") if key in self._index]
+        starts = [key for key in (_key("dag", center), _key("asset", center)) if key in self._index]
         if not starts:
             if center in self.hidden_dags:
                 return LineageGraph((_node(center, "dag", False, {}),), ())
@@ -179,8 +177,13 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def _key(kind: str, identity: str) -> str:
+    """A node's key: external DAGs share the ``dag:`` space, since an edge names either kind alike."""
+    return f"{'asset' if kind == 'asset' else 'dag'}:{identity}"
+
+
 def _node(identity: str, kind: NodeKind, paused: bool, findings: Mapping[str, list[dict[str, Any]]]) -> Node:
-    about = findings.get(f"{'asset' if kind == 'asset' else 'dag'}:{identity}", [])
+    about = findings.get(_key(kind, identity), [])
     codes = tuple(sorted({f["code"] for f in about}))
     severity = max((f["severity"] for f in about), key=lambda s: SEVERITY_RANK.get(s, 0), default=None)
     return Node(identity, kind, paused, codes, severity)

@@ -7,13 +7,17 @@ SARIF rendering turns each entry into a rule with its help text.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from airflow_provider_coremodels.core.model import Severity
+from airflow_provider_coremodels.core.model import Finding, Severity
 
 CONFORMANCE = "Conformance"
 COVERAGE = "Coverage"
 DRIFT = "Drift"
 WAIVERS = "Waivers"
+
+
+Subject = Literal["dag", "asset", "dataset", "task", "waiver"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +27,9 @@ class Rule:
     severity: Severity
     message: str
     help: str  # why it matters and what to do, for SARIF and the docs
+    #: What the subject names: a dag_id, an asset URI, either ("dataset"), a ``dag_id.task_id``,
+    #: or a waiver. The views read it to place a finding (a DAG and an asset may share a name).
+    about: Subject
 
 
 RULES: tuple[Rule, ...] = (
@@ -33,6 +40,7 @@ RULES: tuple[Rule, ...] = (
         "DAG has no description — pipelines without stated intent resist governance.",
         "Give the DAG a `description` saying what it produces and for whom. Governance tools and "
         "on-call engineers read it to decide whether a failure matters.",
+        about="dag",
     ),
     Rule(
         "dag-no-owner",
@@ -41,6 +49,7 @@ RULES: tuple[Rule, ...] = (
         "DAG has no owner but the default — nobody is accountable for this pipeline.",
         "Set `owner` in the DAG's `default_args` (or on its tasks) to the team that answers for it; "
         "the default owner `airflow` names nobody.",
+        about="dag",
     ),
     Rule(
         "asset-unproduced",
@@ -50,6 +59,7 @@ RULES: tuple[Rule, ...] = (
         "dependency whose freshness orchestration cannot see.",
         "Declare the asset as an outlet of the task that writes it, or, if another system writes it, "
         "record that producer (an external DAG or a waiver stating who owns it).",
+        about="asset",
     ),
     Rule(
         "paused-producer",
@@ -59,6 +69,7 @@ RULES: tuple[Rule, ...] = (
         "consumers will silently run on stale data.",
         "Unpause a producer, or pause the consumers too, or move them to another source: "
         "while every producer is paused the consumers' inputs never refresh.",
+        about="asset",
     ),
     Rule(
         "dataset-unmapped",
@@ -67,6 +78,7 @@ RULES: tuple[Rule, ...] = (
         "Dataset is not in the baseline — it is new since the governed snapshot.",
         "A DAG or asset appeared since the baseline snapshot. Review it and accept the new snapshot "
         "as the baseline once it is governed.",
+        about="dataset",
     ),
     Rule(
         "field-unmapped",
@@ -75,6 +87,7 @@ RULES: tuple[Rule, ...] = (
         "Task is not in the baseline — it is new since the governed snapshot.",
         "A task appeared in a DAG since the baseline snapshot. Review it and accept the new snapshot "
         "as the baseline once it is governed.",
+        about="task",
     ),
     Rule(
         "dataset-removed",
@@ -83,6 +96,7 @@ RULES: tuple[Rule, ...] = (
         "Dataset is in the baseline but gone from the estate.",
         "A DAG or asset of the baseline is gone. If that was intended, accept the new snapshot as the "
         "baseline; otherwise check the DAG's import errors and its bundle.",
+        about="dataset",
     ),
     Rule(
         "field-removed",
@@ -91,6 +105,7 @@ RULES: tuple[Rule, ...] = (
         "Task is in the baseline but gone from its DAG.",
         "A task of the baseline is gone from a DAG that is still present. Check downstream consumers "
         "that relied on it before accepting the new baseline.",
+        about="task",
     ),
     Rule(
         "field-type-drift",
@@ -99,6 +114,7 @@ RULES: tuple[Rule, ...] = (
         "Task's operator class changed since the baseline.",
         "A task now runs a different operator class than in the baseline; what it produces may have "
         "changed with it.",
+        about="task",
     ),
     Rule(
         "waiver-expired",
@@ -107,6 +123,7 @@ RULES: tuple[Rule, ...] = (
         "Waiver has expired — the findings it covered count again until it is renewed or removed.",
         "Renew the waiver with a new `expires` date and a current reason, or remove it and fix the "
         "findings it covered.",
+        about="waiver",
     ),
 )
 
@@ -114,3 +131,9 @@ BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}
 MESSAGES: dict[str, str] = {rule.code: rule.message for rule in RULES}
 #: Codes a waiver may name: every rule's, except the one that reports an expired waiver.
 WAIVABLE: tuple[str, ...] = tuple(rule.code for rule in RULES if rule.section != WAIVERS)
+
+
+def make_finding(code: str, subject: str, detail: str | None = None) -> Finding:
+    """A finding of ``code``, its section, severity and message as the catalogue declares them."""
+    rule = BY_CODE[code]
+    return Finding(rule.section, rule.severity, code, subject, rule.message, detail)

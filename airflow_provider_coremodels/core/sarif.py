@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.rules import RULES
+from airflow_provider_coremodels.core.rules import BY_CODE, RULES, Rule, Subject
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "airflow-provider-coremodels"
@@ -57,11 +57,12 @@ def render_sarif(
         }
         if code in rule_index:
             result["ruleIndex"] = rule_index[code]
-        paths = [waivers_path] if code == "waiver-expired" and waivers_path else locator.paths(finding)
+        about = _about(code)
+        paths = [waivers_path] if about == "waiver" and waivers_path else locator.paths(finding, about)
         if paths:
             result["locations"] = [_physical(path) for path in paths]
         else:  # nothing left on disk to point at (a removed DAG, an asset only external DAGs touch)
-            result["locations"] = [{"logicalLocations": [locator.logical(finding)]}]
+            result["locations"] = [{"logicalLocations": [locator.logical(finding, about)]}]
         if finding.get("waived"):
             waived = finding["waived"]
             justification = waived.get("reason") or "waived"
@@ -95,7 +96,13 @@ def render_sarif(
     return json.dumps(sarif, indent=2, ensure_ascii=False)
 
 
-def _rule(rule: Any) -> dict[str, Any]:
+def _about(code: str) -> Subject:
+    """What a finding's subject names; a code this version does not know may be a DAG or an asset."""
+    rule = BY_CODE.get(code)
+    return rule.about if rule else "dataset"
+
+
+def _rule(rule: Rule) -> dict[str, Any]:
     return {
         "id": rule.code,
         "name": "".join(part.capitalize() for part in rule.code.split("-")),
@@ -147,23 +154,23 @@ class _Locator:
             elif edge["dependent"] in self.assets and edge["dependsOn"] in self.files:
                 self.producers[edge["dependent"]].append(edge["dependsOn"])
 
-    def paths(self, finding: Mapping[str, Any]) -> list[str]:
+    def paths(self, finding: Mapping[str, Any], about: Subject) -> list[str]:
         subject = finding["subject"]
-        if subject in self.files and finding["code"].startswith(("dag-", "dataset-")):
+        if about in ("dag", "dataset") and subject in self.files:
             return [self.files[subject]]
-        if subject in self.assets:
+        if about in ("asset", "dataset") and subject in self.assets:
             dags = self.consumers.get(subject) or self.producers.get(subject) or []
             return sorted({self.files[dag] for dag in dags})
-        if finding["code"].startswith("field-"):
+        if about == "task":
             dag = self._dag_of_task(subject)
             return [self.files[dag]] if dag else []
         return []
 
-    def logical(self, finding: Mapping[str, Any]) -> dict[str, str]:
+    def logical(self, finding: Mapping[str, Any], about: Subject) -> dict[str, str]:
         subject = finding["subject"]
-        if finding["code"].startswith("field-"):
+        if about == "task":
             kind = "member"
-        elif subject in self.assets or "://" in subject:
+        elif about == "asset" or (about == "dataset" and (subject in self.assets or "://" in subject)):
             kind = "resource"
         else:
             kind = "module"

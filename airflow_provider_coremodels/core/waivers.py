@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]  # PyYAML ships no annotations
 
-from airflow_provider_coremodels.core.model import Finding, Severity, Waived
-from airflow_provider_coremodels.core.rules import MESSAGES, WAIVABLE, WAIVERS
+from airflow_provider_coremodels.core.model import Finding, Waived
+from airflow_provider_coremodels.core.rules import WAIVABLE, make_finding
 from airflow_provider_coremodels.errors import WaiverFileError
 
 WAIVER_EXPIRED = "waiver-expired"
@@ -144,11 +144,8 @@ def apply_waivers(findings: Sequence[Finding], waivers: Sequence[Waiver], today:
 
 def expired_finding(waiver: Waiver) -> Finding:
     assert waiver.expires is not None
-    return Finding(
-        WAIVERS,
-        Severity.WARNING,
+    return make_finding(
         WAIVER_EXPIRED,
         f"{waiver.code} {waiver.subject}",
-        MESSAGES[WAIVER_EXPIRED],
         f"expired {waiver.expires.isoformat()}; reason was: {waiver.reason}",
     )
