@@ -30,7 +30,7 @@ from airflow_provider_coremodels.errors import (
     SnapshotDocumentError,
     UsageError,
 )
-from airflow_provider_coremodels.waiver_file import read_waivers
+from airflow_provider_coremodels.input_files import read_input, read_waivers
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
@@ -316,14 +316,7 @@ def _read_optional(artifact: str, path: str | None, records: list[Lossiness], ma
 
 
 def _load(path: str) -> StoredSnapshot:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise SnapshotDocumentError(f"cannot be read: {exc.strerror or exc}", path) from None
-    try:
-        return load_document(data)
-    except SnapshotDocumentError as exc:
-        raise exc.with_source(path) from None
+    return read_input(path, load_document, SnapshotDocumentError)
 
 
 def _stored_estate(path: str) -> Estate:

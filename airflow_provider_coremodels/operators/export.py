@@ -96,7 +96,7 @@ class CoreModelsExportOperator(BaseOperator):
         if not self.waivers:
             return ()
         if isinstance(self.waivers, str):
-            from airflow_provider_coremodels.waiver_file import read_waivers
+            from airflow_provider_coremodels.input_files import read_waivers
 
             return read_waivers(self.waivers)
         return waivers_from_value(self.waivers)
