@@ -2,20 +2,40 @@
 
 from __future__ import annotations
 
+import base64
 import copy
+import fnmatch
+import hashlib
 import re
 from html.parser import HTMLParser
+from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import document_for, recorded_document, recorded_estate
+from support.helpers import document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document
 from airflow_provider_coremodels.core.document import for_storage
-from airflow_provider_coremodels.ui.page import MAX_NODES, render_problem_page, render_snapshot_page
+from airflow_provider_coremodels.ui.page import (
+    CONTENT_SECURITY_POLICY,
+    DEFAULT_DEPTH,
+    MAX_NODES,
+    render_problem_page,
+    render_snapshot_page,
+)
 
 HOSTILE_DAG = '<script>alert("dag")</script>'
 HOSTILE_ASSET = 's3://lake/"><img src=x onerror=alert(1)>.parquet'
+#: The page's package data, as the installed package holds it.
+UI_PACKAGE = "airflow_provider_coremodels.ui"
+PACKAGE_DATA = (
+    "templates/base.html.j2",
+    "templates/page.html.j2",
+    "templates/problem.html.j2",
+    "static/page.css",
+    "static/page.js",
+)
 
 
 class _Page(HTMLParser):
@@ -99,7 +119,10 @@ def test_the_recorded_estate_shows_facts_findings_and_lineage() -> None:
     assert page.find("svg", **{"class": "coremodels-lineage"})
     # the Content-Security-Policy admits the one hashed script: no inline event handlers
     assert not [(t, k) for t, a in page.tags for k in a if k.startswith("on")]
-    assert {a["data-id"] for a in page.find("g") if a.get("data-id")} >= {"load_orders", "s3://lake/orders.parquet"}
+    assert {a["data-id"] for a in page.find("g") if a.get("data-id")} >= {
+        "load_orders",
+        "s3://lake/orders.parquet",
+    }
 
 
 def test_filters_offer_each_severity_and_code_present() -> None:
@@ -218,7 +241,11 @@ def test_over_the_node_cap_the_picture_is_not_drawn_but_a_neighbourhood_is() -> 
     assert len([a for a in page.find("option") if a.get("value", "").startswith("dag_")]) == 200
     near = render(document, around="dag_010", depth="2")
     assert {a["data-id"] for a in near.find("g") if a.get("data-id")} == {
-        "s3://lake/a009", "dag_010", "s3://lake/a010", "dag_009", "dag_011",
+        "s3://lake/a009",
+        "dag_010",
+        "s3://lake/a010",
+        "dag_009",
+        "dag_011",
     }
     whole_ring = render(document, around="dag_010", depth="6")
     assert len([a for a in whole_ring.find("g") if a.get("data-id")]) == 13
@@ -244,3 +271,51 @@ def test_the_problem_page_escapes_and_shows_its_parts() -> None:
     assert page.text.strip().startswith("No snapshot yet")
     assert "dir <x> is empty" in page.text and "Run the export." in page.text
     assert not page.find("x")
+
+
+def _package_file(path: str) -> str:
+    resource = files(UI_PACKAGE)
+    for part in path.split("/"):
+        resource = resource.joinpath(part)
+    return resource.read_bytes().decode("utf-8")
+
+
+def test_the_installed_package_holds_the_templates_css_and_script() -> None:
+    for path in PACKAGE_DATA:
+        assert _package_file(path).strip(), f"{path} is missing or empty in the installed package"
+
+
+def test_the_package_data_files_are_declared_for_the_wheel() -> None:
+    """A new file under ui/templates or ui/static must match pyproject's package-data, or wheels lack it."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    globs = pyproject["tool"]["setuptools"]["package-data"]["airflow_provider_coremodels"]
+    assert "py.typed" in globs
+    shipped = {
+        f"ui/{folder}/{entry.name}"
+        for folder in ("templates", "static")
+        for entry in files(UI_PACKAGE).joinpath(folder).iterdir()
+        if entry.is_file()
+    }
+    assert shipped >= {f"ui/{path}" for path in PACKAGE_DATA}
+    assert [path for path in sorted(shipped) if not any(fnmatch.fnmatch(path, g) for g in globs)] == []
+
+
+def test_the_csp_hash_is_the_script_exactly_as_inlined_from_its_file() -> None:
+    """The browser hashes the text between <script> and </script>: page.js as inlined, hashed in the CSP."""
+    html = render_snapshot_page(recorded_document(), source="/data/coremodels/latest.json")
+    [inline] = re.findall(r"<script>(.*?)</script>", html, re.S)
+    source = _package_file("static/page.js")
+    assert '"__DEFAULT_DEPTH__"' in source  # the one value filled in before hashing
+    assert inline == "\n" + source.replace("__DEFAULT_DEPTH__", str(DEFAULT_DEPTH))
+    assert f'params.set("depth", "{DEFAULT_DEPTH}")' in inline
+    digest = base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode()
+    directives = [d.strip() for d in CONTENT_SECURITY_POLICY.split(";")]
+    [script_src] = [d for d in directives if d.startswith("script-src")]
+    assert script_src == f"script-src 'sha256-{digest}'"  # that script alone: no 'unsafe-inline', no URL
+    # the stylesheet is inlined from its file too, byte for byte (the lineage SVG has its own)
+    [style] = re.findall(r"<style>(.*?)</style>", html.partition("</head>")[0], re.S)
+    assert style == "\n" + _package_file("static/page.css")
+    # the problem page has the same stylesheet and no script
+    problem = render_problem_page("No snapshot yet", "empty", "Run the export.")
+    assert re.findall(r"<style>(.*?)</style>", problem, re.S) == [style] and "<script" not in problem
