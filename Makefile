@@ -27,13 +27,14 @@ browser:
 	else echo "note: /usr/bin/chromium is missing: the browser tests will skip (apt-get install chromium)"; fi
 
 demo: install
-	$(PY) tests/demo.py
+	$(PY) dev/demo.py
 
 test: install lint browser
 	$(PY) -m pytest
 
 lint: install
-	$(PY) -m ruff check airflow_provider_coremodels tests example_dags
+	$(PY) -m ruff check airflow_provider_coremodels tests example_dags benchmarks dev
+	$(PY) -m ruff format --check airflow_provider_coremodels tests example_dags benchmarks dev
 	$(PY) -m mypy airflow_provider_coremodels
 
 # The benchmarks at size S, once: keeps the scripts working (CI runs it); figures need the full sizes.

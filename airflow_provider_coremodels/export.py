@@ -12,11 +12,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import AirflowApiClient, CaptureSummary, capture
 from airflow_provider_coremodels.capture.crawl import ProgressCallback
 from airflow_provider_coremodels.core import (
-    DEFAULT_MAX_SNAPSHOT_BYTES,
     Baseline,
     Estate,
     Lossiness,
@@ -26,8 +27,9 @@ from airflow_provider_coremodels.core import (
 )
 from airflow_provider_coremodels.core.document import Document
 from airflow_provider_coremodels.core.waivers import Waiver
-from airflow_provider_coremodels.errors import SnapshotDocumentError
-from airflow_provider_coremodels.sinks import Sink, SinkResult
+from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
+from airflow_provider_coremodels.sinks import FileSink, ObjectStorageSink, Sink, SinkResult
+from airflow_provider_coremodels.transport import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +67,52 @@ class ExportResult:
         return f"export: fingerprint {self.document['fingerprint']} {state}; {sinks}"
 
 
+def open_sinks(
+    uris: Sequence[str],
+    *,
+    sink_conn_id: str | None = None,
+    coremodels_conn_id: str | None = None,
+    retry: RetryPolicy | None = None,
+) -> list[Sink]:
+    """The sinks the URIs name, for the CLI and the operator alike."""
+    return [
+        open_sink(uri, sink_conn_id=sink_conn_id, coremodels_conn_id=coremodels_conn_id, retry=retry)
+        for uri in uris
+    ]
+
+
+def open_sink(
+    uri: str,
+    *,
+    sink_conn_id: str | None = None,
+    coremodels_conn_id: str | None = None,
+    retry: RetryPolicy | None = None,
+) -> Sink:
+    """The sink a URI names: a path or ``file://``, an ``http(s)://`` endpoint, or object storage."""
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in ("http", "https"):
+        if coremodels_conn_id:
+            from airflow_provider_coremodels.hooks.coremodels import CoreModelsHook
+
+            return CoreModelsHook(coremodels_conn_id).get_sink(uri, retry=retry)
+        from airflow_provider_coremodels.sinks.endpoint import EndpointSink
+
+        return EndpointSink(uri, retry=retry)
+    if scheme == "file":
+        path = urlsplit(uri).path
+        if not path:
+            raise UsageError(f"sink {uri}: a file:// URI needs a path")
+        return FileSink(path, uri)
+    if not scheme or len(scheme) == 1:  # a plain path (or a Windows drive letter)
+        return FileSink(uri)
+    return ObjectStorageSink(uri, conn_id=sink_conn_id)
+
+
 def export(
     client: AirflowApiClient,
     sinks: Sequence[Sink],
     *,
-    max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
+    max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
     include_asset_extra: bool = False,
     waivers: Sequence[Waiver] = (),
     progress: ProgressCallback | None = None,

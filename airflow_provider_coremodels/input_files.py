@@ -1,33 +1,152 @@
-"""Reading input files named on the command line or given to the operator.
+"""Reading the input files named on the command line or given to the operator.
 
-The pure core parses bytes; this is the I/O around it. Every input (a snapshot document, a
-baseline, a waiver file) fails the same way, with the file named beside the problem.
+The pure core parses bytes; this is the I/O around it. Every file is read through one bounded
+reader that accepts regular files only (never a FIFO that blocks, nor ``/dev/zero``) and stops
+at a limit counted in bytes actually read. Every input fails the same way, with the file named
+beside the problem: the dags artifact and the documents and waiver files as errors (exit 2),
+the tasks and datasets artifacts as lossiness records, since they never fail an audit.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
+from airflow_provider_coremodels import defaults
+from airflow_provider_coremodels.core import (
+    Baseline,
+    Estate,
+    Lossiness,
+    StoredSnapshot,
+    load_document,
+    parse_artifacts,
+)
 from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers
-from airflow_provider_coremodels.errors import InputError, WaiverFileError
+from airflow_provider_coremodels.errors import (
+    DagsArtifactError,
+    InputError,
+    SnapshotDocumentError,
+    WaiverFileError,
+)
 
 T = TypeVar("T")
 
 
-def read_input(path: str, parse: Callable[[bytes], T], error: type[InputError]) -> T:
+class Unreadable(Exception):
+    """A file that cannot be read, or is not one this reader accepts; the message says why."""
+
+
+def read_bounded(path: str, max_bytes: int, *, limit_name: str | None = None) -> bytes:
+    """The bytes of the regular file ``path``; ``Unreadable`` when it is not one or exceeds ``max_bytes``.
+
+    The size is checked twice: on ``stat``, to refuse a large file before a byte of it is read,
+    and on the bytes read, since a file may grow (or lie about its size) while it is read.
+    ``limit_name`` names the option that sets the limit, for the message.
+    """
+    over = f"over the {max_bytes:,}-byte limit" + (f" ({limit_name})" if limit_name else "")
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("is not a regular file")
+        if info.st_size > max_bytes:
+            raise Unreadable(f"is {info.st_size:,} bytes, {over}")
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
+    if len(data) > max_bytes:
+        raise Unreadable(f"grew past {max_bytes:,} bytes while it was read, {over}")
+    return data
+
+
+def read_input(
+    path: str,
+    parse: Callable[[bytes], T],
+    error: type[InputError],
+    max_bytes: int = defaults.MAX_ARTIFACT_BYTES,
+) -> T:
     """Read ``path`` and parse it; a file that cannot be read or parsed is ``error`` naming it."""
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise error(f"cannot be read: {exc.strerror or exc}", path) from None
+        data = read_bounded(path, max_bytes)
+    except Unreadable as exc:
+        raise error(str(exc), path) from None
     try:
         return parse(data)
     except error as exc:
         raise exc.with_source(path) from None
 
 
+# -- documents and waivers ------------------------------------------------------------------
+
+
 def read_waivers(path: str) -> tuple[Waiver, ...]:
     """Read and check a waiver file; any problem is a WaiverFileError naming it (CLI exit 2)."""
-    return read_input(path, parse_waivers, WaiverFileError)
+    return read_input(path, parse_waivers, WaiverFileError, defaults.MAX_WAIVER_FILE_BYTES)
+
+
+def read_snapshot(path: str) -> StoredSnapshot:
+    """A stored snapshot document (``--snapshot``, ``--baseline``)."""
+    return read_input(path, load_document, SnapshotDocumentError)
+
+
+def read_stored_estate(path: str) -> Estate:
+    """The estate of a stored snapshot, to re-audit; one stored over the cap has none."""
+    stored = read_snapshot(path)
+    if stored.estate is None:
+        raise SnapshotDocumentError(
+            "was stored without datasets and lineage (it exceeded the snapshot cap): "
+            "there is nothing to re-audit; audit the artifacts instead",
+            path,
+        )
+    return stored.estate
+
+
+def read_baseline(path: str) -> Baseline:
+    return read_snapshot(path).as_baseline()
+
+
+# -- artifacts ------------------------------------------------------------------------------
+
+
+def read_artifacts(
+    dags: str,
+    tasks: str | None,
+    datasets: str | None,
+    *,
+    max_bytes: int = defaults.MAX_ARTIFACT_BYTES,
+    include_asset_extra: bool = False,
+) -> Estate:
+    """Parse the artifact files: the dags file must be usable, the others become lossiness records if not."""
+    try:
+        dags_bytes = read_bounded(dags, max_bytes, limit_name="--max-artifact-bytes")
+    except Unreadable as exc:
+        raise DagsArtifactError(str(exc), dags) from None
+    records: list[Lossiness] = []
+    try:
+        return parse_artifacts(
+            dags_bytes,
+            _read_optional("tasks", tasks, records, max_bytes),
+            _read_optional("datasets", datasets, records, max_bytes),
+            lossiness=records,
+            include_asset_extra=include_asset_extra,
+        )
+    except DagsArtifactError as exc:
+        raise exc.with_source(dags) from None
+
+
+def _read_optional(artifact: str, path: str | None, records: list[Lossiness], max_bytes: int) -> bytes | None:
+    """Read a tasks or datasets file; an unreadable one is a lossiness record, never a failure."""
+    if path is None:
+        return None
+    try:
+        return read_bounded(path, max_bytes, limit_name="--max-artifact-bytes")
+    except Unreadable as exc:
+        records.append(Lossiness(artifact, f"{artifact} artifact ignored: {path} {exc}"))
+        return None

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from airflow_provider_coremodels.capture.client import AirflowApiClient, ApiInfo, ApiSource
 from airflow_provider_coremodels.capture.crawl import Capture, CaptureSummary, capture
-from airflow_provider_coremodels.capture.retry import RetryPolicy
+from airflow_provider_coremodels.transport import RetryPolicy
 
 __all__ = ["AirflowApiClient", "ApiInfo", "ApiSource", "Capture", "CaptureSummary", "RetryPolicy", "capture"]

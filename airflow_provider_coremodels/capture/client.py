@@ -12,14 +12,13 @@ import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from requests.adapters import HTTPAdapter
 
-from airflow_provider_coremodels import __version__
-from airflow_provider_coremodels.capture.retry import Deadline, RetryPolicy, send_with_retries
+from airflow_provider_coremodels import __version__, defaults
 from airflow_provider_coremodels.errors import AuthError, CaptureError
+from airflow_provider_coremodels.transport import Deadline, RetryPolicy, send_with_retries, strip_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +39,9 @@ class ApiSource:
     password: str | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
     verify: bool | str = True
-    connect_timeout: float = 10.0
-    read_timeout: float = 60.0
-    concurrency: int = 8
+    connect_timeout: float = defaults.CONNECT_TIMEOUT
+    read_timeout: float = defaults.READ_TIMEOUT
+    concurrency: int = defaults.CONCURRENCY
 
     def __post_init__(self) -> None:
         base_url, username, password = strip_userinfo(self.base_url)
@@ -52,37 +51,6 @@ class ApiSource:
             object.__setattr__(self, "password", password)
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
-
-
-def strip_userinfo(url: str, *, keep_query: bool = False) -> tuple[str, str | None, str | None]:
-    """Split ``user:password@`` out of a URL, so it is never recorded with the URL.
-
-    A base URL loses its query and trailing slash (paths are appended to it); an endpoint
-    (``keep_query``) keeps its path and query exactly.
-    """
-    parts = urlsplit(url.strip())
-    if not parts.scheme or not parts.netloc:
-        raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    if keep_query:
-        clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-    else:
-        clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-    return clean, parts.username, parts.password
-
-
-def redact_url(url: str) -> str:
-    """The URL with any user info replaced, for messages about URLs that could not be parsed."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = "***@" + authority.rpartition("@")[2]
-    return f"{scheme}{sep}{authority}{slash}{path}"
 
 
 @dataclass

@@ -12,9 +12,11 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_coremodels import defaults
+from airflow_provider_coremodels.core.rules import FAIL_ON
+
 FORMATS = ("table", "json", "sarif", "markdown")
 LINEAGE_FORMATS = ("mermaid", "dot")
-FAIL_ON = ("never", "info", "warning", "error")
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ SOURCE_ROOT = ArgSpec(
 FAIL_ON_ARG = ArgSpec(
     ("--fail-on",),
     {
-        "choices": FAIL_ON,
+        "choices": tuple(FAIL_ON),
         "default": "never",
         "help": "exit 1 when a finding at or above this severity remains (default: never)",
     },
@@ -74,9 +76,10 @@ MAX_SNAPSHOT_BYTES = ArgSpec(
     ("--max-snapshot-bytes",),
     {
         "type": _positive_int,
-        "default": 1_500_000,
+        "default": defaults.MAX_SNAPSHOT_BYTES,
         "metavar": "N",
-        "help": "snapshot cap: a larger document is stored without datasets and lineage (default: 1500000)",
+        "help": "snapshot cap: a larger document is stored without datasets and lineage "
+        f"(default: {defaults.MAX_SNAPSHOT_BYTES})",
     },
 )
 ASSET_EXTRA = ArgSpec(
@@ -90,9 +93,10 @@ MAX_ARTIFACT_BYTES = ArgSpec(
     ("--max-artifact-bytes",),
     {
         "type": _positive_int,
-        "default": 1 << 30,
+        "default": defaults.MAX_ARTIFACT_BYTES,
         "metavar": "N",
-        "help": "refuse an artifact file larger than this before reading it (default: 1 GiB)",
+        "help": "refuse an artifact file larger than this before reading it "
+        f"(default: {defaults.MAX_ARTIFACT_BYTES >> 30} GiB)",
     },
 )
 BASELINE = ArgSpec(
@@ -153,7 +157,7 @@ SOURCE = (
         {
             "type": _concurrency,
             "metavar": "N",
-            "help": "concurrent requests (default: the connection's, else 8)",
+            "help": f"concurrent requests (default: the connection's, else {defaults.CONCURRENCY})",
         },
     ),
     ArgSpec(
@@ -161,16 +165,17 @@ SOURCE = (
         {
             "type": _seconds,
             "metavar": "S",
-            "help": "read timeout per request (default: the connection's, else 60)",
+            "help": f"read timeout per request (default: the connection's, else {defaults.READ_TIMEOUT:g})",
         },
     ),
     ArgSpec(
         ("--retry-budget",),
         {
             "type": _seconds,
-            "default": 120.0,
+            "default": defaults.RETRY_BUDGET,
             "metavar": "S",
-            "help": "seconds a capture may spend retrying transient failures (default: 120)",
+            "help": "seconds a capture may spend retrying transient failures "
+            f"(default: {defaults.RETRY_BUDGET:g})",
         },
     ),
 )

@@ -10,27 +10,18 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_coremodels.core import (
-    Baseline,
-    Estate,
-    Lossiness,
-    StoredSnapshot,
-    build_document,
-    load_document,
-    parse_artifacts,
-)
-from airflow_provider_coremodels.core import (
-    audit as run_audit,
-)
-from airflow_provider_coremodels.core.audit import failing_findings
+from airflow_provider_coremodels.core import audit as run_audit
+from airflow_provider_coremodels.core import build_document
 from airflow_provider_coremodels.core.capabilities import require
 from airflow_provider_coremodels.core.render import render_json, render_table
-from airflow_provider_coremodels.errors import (
-    DagsArtifactError,
-    SnapshotDocumentError,
-    UsageError,
+from airflow_provider_coremodels.core.rules import failing_findings
+from airflow_provider_coremodels.errors import UsageError
+from airflow_provider_coremodels.input_files import (
+    read_artifacts,
+    read_baseline,
+    read_stored_estate,
+    read_waivers,
 )
-from airflow_provider_coremodels.input_files import read_input, read_waivers
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
@@ -69,9 +60,9 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
         )
     waivers = read_waivers(args.waivers) if args.waivers else ()
     if args.snapshot:
-        estate = _stored_estate(args.snapshot)
+        estate = read_stored_estate(args.snapshot)
     elif args.dags:
-        estate = _parse_files(
+        estate = read_artifacts(
             args.dags,
             args.tasks,
             args.datasets,
@@ -80,7 +71,7 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
         )
     else:
         raise UsageError(f"{command} needs --dags F (with --tasks and --datasets) or --snapshot S")
-    baseline = _baseline(args.baseline) if args.baseline else None
+    baseline = read_baseline(args.baseline) if args.baseline else None
     result = run_audit(estate, baseline, waivers=waivers)
     return build_document(estate, result, **build)
 
@@ -121,18 +112,15 @@ def export(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.capture import AirflowApiClient
     from airflow_provider_coremodels.capture.progress import ProgressReporter
     from airflow_provider_coremodels.export import export as run_export
-    from airflow_provider_coremodels.sinks import open_sink
+    from airflow_provider_coremodels.export import open_sinks
 
     _airflow_logs_to_stderr(args)
     waivers = read_waivers(args.waivers) if args.waivers else ()
     source = api_source(args)
     retry = retry_policy(args)
-    sinks = [
-        open_sink(
-            uri, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id, retry=retry
-        )
-        for uri in args.sink
-    ]
+    sinks = open_sinks(
+        args.sink, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id, retry=retry
+    )
     progress = ProgressReporter(sys.stderr)
     try:
         with AirflowApiClient(source, retry=retry) as client:
@@ -257,78 +245,3 @@ def emit(text: str) -> None:
         sys.stdout.flush()
         sys.stdout.buffer.write((text + "\n").encode("utf-8"))
     sys.stdout.flush()
-
-
-# -- inputs -------------------------------------------------------------------------------
-
-
-def _parse_files(
-    dags: str, tasks: str | None, datasets: str | None, *, max_bytes: int, include_asset_extra: bool
-) -> Estate:
-    try:
-        dags_bytes = _read_artifact(dags, max_bytes)
-    except OSError as exc:
-        raise DagsArtifactError(f"cannot be read: {exc.strerror or exc}", dags) from None
-    except _TooLarge as exc:
-        raise DagsArtifactError(str(exc), dags) from None
-    records: list[Lossiness] = []
-    try:
-        return parse_artifacts(
-            dags_bytes,
-            _read_optional("tasks", tasks, records, max_bytes),
-            _read_optional("datasets", datasets, records, max_bytes),
-            lossiness=records,
-            include_asset_extra=include_asset_extra,
-        )
-    except DagsArtifactError as exc:
-        raise exc.with_source(dags) from None
-
-
-class _TooLarge(Exception):
-    """An artifact file over --max-artifact-bytes: refused before a byte of it is read."""
-
-
-def _read_artifact(path: str, max_bytes: int) -> bytes:
-    """Read an artifact file whole, refusing one over the limit before reading it.
-
-    Decoded JSON takes several times its size in memory, so a multi-gigabyte artifact fails
-    here with a clear message instead of exhausting the worker's memory.
-    """
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > max_bytes:
-            raise _TooLarge(f"is {size:,} bytes, over the {max_bytes:,}-byte limit (--max-artifact-bytes)")
-        return handle.read(max_bytes + 1)
-
-
-def _read_optional(artifact: str, path: str | None, records: list[Lossiness], max_bytes: int) -> bytes | None:
-    """Read a tasks or datasets file; an unreadable one is a lossiness record, never a failure."""
-    if path is None:
-        return None
-    try:
-        return _read_artifact(path, max_bytes)
-    except OSError as exc:
-        problem = f"cannot read {path}: {exc.strerror or exc}"
-    except _TooLarge as exc:
-        problem = f"{path} {exc}"
-    records.append(Lossiness(artifact, f"{artifact} artifact ignored: {problem}"))
-    return None
-
-
-def _load(path: str) -> StoredSnapshot:
-    return read_input(path, load_document, SnapshotDocumentError)
-
-
-def _stored_estate(path: str) -> Estate:
-    stored = _load(path)
-    if stored.estate is None:
-        raise SnapshotDocumentError(
-            "was stored without datasets and lineage (it exceeded the snapshot cap): "
-            "there is nothing to re-audit; audit the artifacts instead",
-            path,
-        )
-    return stored.estate
-
-
-def _baseline(path: str) -> Baseline:
-    return _load(path).as_baseline()

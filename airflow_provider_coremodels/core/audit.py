@@ -11,7 +11,6 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.model import ASSET, DAG, Dataset, Estate, Finding
@@ -19,10 +18,6 @@ from airflow_provider_coremodels.core.rules import make_finding
 from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
 
 DEFAULT_OWNER = "airflow"
-
-SEVERITY_RANK = {"Info": 1, "Warning": 2, "Error": 3}
-#: ``--fail-on`` / ``fail_on``: the lowest severity that fails the run (None: never).
-FAIL_ON = {"never": None, "info": 1, "warning": 2, "error": 3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,14 +73,6 @@ def audit(
         findings = apply_waivers(findings, waivers, today or dt.datetime.now(dt.timezone.utc).date())
     findings.sort(key=lambda f: (f.section, f.code, f.subject, f.detail or ""))
     return AuditResult(tuple(findings), status)
-
-
-def failing_findings(findings: list[dict[str, Any]], fail_on: str) -> list[dict[str, Any]]:
-    """The document's findings at or above ``fail_on`` that are not waived: what fails a run."""
-    threshold = FAIL_ON[fail_on]
-    if threshold is None:
-        return []
-    return [f for f in findings if not f.get("waived") and SEVERITY_RANK.get(f["severity"], 0) >= threshold]
 
 
 # -- conformance --------------------------------------------------------------------------

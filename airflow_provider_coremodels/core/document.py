@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.audit import AuditResult, Baseline
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.model import (
@@ -30,8 +31,6 @@ from airflow_provider_coremodels.core.model import (
     State,
 )
 from airflow_provider_coremodels.errors import SnapshotDocumentError
-
-DEFAULT_MAX_SNAPSHOT_BYTES = 1_500_000
 
 Document = dict[str, Any]
 
@@ -110,7 +109,7 @@ def encode(document: Document) -> bytes:
 
 
 def build_document(
-    estate: Estate, result: AuditResult, *, max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES
+    estate: Estate, result: AuditResult, *, max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES
 ) -> Document:
     """Assemble the snapshot document and apply the snapshot cap to ``snapshotStored``."""
     with gc_paused():

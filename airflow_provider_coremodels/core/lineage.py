@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any, Literal
 
-from airflow_provider_coremodels.core.audit import SEVERITY_RANK
 from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.rules import BY_CODE
+from airflow_provider_coremodels.core.rules import BY_CODE, severity_rank
 
 NodeKind = Literal["dag", "asset", "external"]
 _KIND_ORDER = {"dag": 0, "external": 1, "asset": 2}
@@ -185,7 +184,7 @@ def _key(kind: str, identity: str) -> str:
 def _node(identity: str, kind: NodeKind, paused: bool, findings: Mapping[str, list[dict[str, Any]]]) -> Node:
     about = findings.get(_key(kind, identity), [])
     codes = tuple(sorted({f["code"] for f in about}))
-    severity = max((f["severity"] for f in about), key=lambda s: SEVERITY_RANK.get(s, 0), default=None)
+    severity = max((f["severity"] for f in about), key=severity_rank, default=None)
     return Node(identity, kind, paused, codes, severity)
 
 

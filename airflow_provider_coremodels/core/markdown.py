@@ -12,11 +12,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_coremodels.core.audit import SEVERITY_RANK
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
-from airflow_provider_coremodels.core.render import severity_counts
-from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT
+from airflow_provider_coremodels.core.render import as_sentence, baseline_sentence, severity_counts
+from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT, most_severe_first
 
 MAX_ROWS = 50  # per table
 MAX_DIAGRAM_NODES = 120  # more than this is unreadable in a comment box
@@ -42,7 +41,7 @@ def render_markdown(
     by_severity: dict[str, list[dict[str, Any]]] = {}
     for finding in others:
         by_severity.setdefault(finding["severity"], []).append(finding)
-    for severity in sorted(by_severity, key=lambda s: -SEVERITY_RANK.get(s, 0)):
+    for severity in most_severe_first(by_severity):
         group = by_severity[severity]
         out.append(
             f"#### {_SEVERITY_ICON.get(severity, '')} {_text(severity)} ({len(group)})".replace("  ", " ")
@@ -139,8 +138,7 @@ def _drift_section(document: Mapping[str, Any], drift: list[dict[str, Any]], max
     out = ["### Drift since the baseline", ""]
     baseline = document.get("baseline") or {}
     if not baseline.get("evaluated"):
-        reason = baseline.get("reason") or "no baseline given"
-        out += [f"Not evaluated: {_text(reason)}.", ""]
+        out += [_text(as_sentence(baseline_sentence(document.get("baseline")))), ""]
         return out
     against = (
         f"the baseline {_code(baseline['fingerprint'])}" if baseline.get("fingerprint") else "the baseline"

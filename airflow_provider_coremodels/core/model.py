@@ -26,18 +26,11 @@ SCHEMA_VERSION = 1
 
 
 class Severity(str, Enum):
-    """Finding severities, ordered by rank for ``--fail-on``."""
+    """Finding severities; their order and the ``--fail-on`` thresholds live in ``rules.py``."""
 
     INFO = "Info"
     WARNING = "Warning"
     ERROR = "Error"
-
-    @property
-    def rank(self) -> int:
-        return _SEVERITY_RANK[self]
-
-
-_SEVERITY_RANK = {Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3}
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
 
-from airflow_provider_coremodels.core.audit import SEVERITY_RANK
+from airflow_provider_coremodels.core.rules import most_severe_first, severity_rank
 
 
 def render_json(document: dict[str, Any]) -> str:
@@ -45,11 +46,30 @@ def findings_count_line(findings: list[dict[str, Any]]) -> str:
     return f"{line}; {waived} waived" if waived else line
 
 
-def severity_counts(findings: list[dict[str, Any]]) -> str:
-    """``3 Warning, 1 Info``: how many findings of each severity, the most severe first."""
-    by_severity = Counter(f["severity"] for f in findings)
-    ordered = sorted(by_severity, key=lambda s: -SEVERITY_RANK.get(s, 0))
-    return ", ".join(f"{by_severity[s]} {s}" for s in ordered)
+def severity_breakdown(findings: Iterable[Mapping[str, Any]]) -> list[tuple[str, int]]:
+    """How many findings of each severity, the most severe first: every view's breakdown."""
+    by_severity = Counter(str(f["severity"]) for f in findings)
+    return [(severity, by_severity[severity]) for severity in most_severe_first(by_severity)]
+
+
+def severity_counts(findings: Iterable[Mapping[str, Any]]) -> str:
+    """``3 Warning, 1 Info``: the breakdown as text."""
+    return ", ".join(f"{count} {severity}" for severity, count in severity_breakdown(findings))
+
+
+def baseline_sentence(baseline: Any) -> str:
+    """Whether coverage and drift were compared with a baseline, and if not, why (the document's
+    ``baseline`` object): the same words in the table, the markdown report and the UI page."""
+    if not isinstance(baseline, Mapping):
+        return "coverage and drift: this snapshot does not say whether a baseline was compared"
+    if baseline.get("evaluated"):
+        return f"coverage and drift: evaluated against baseline {baseline.get('fingerprint') or '(unknown)'}"
+    return f"coverage and drift: not evaluated ({baseline.get('reason') or 'no baseline given'})"
+
+
+def as_sentence(line: str) -> str:
+    """A summary line as a sentence of prose (capitalised, with a full stop), for the report and the page."""
+    return line[:1].upper() + line[1:] + "."
 
 
 def finding_line(finding: dict[str, Any]) -> str:
@@ -68,9 +88,13 @@ def waived_text(waived: dict[str, Any]) -> str:
 def render_table(document: dict[str, Any]) -> str:
     findings = sorted(
         document["findings"],
-        key=lambda f: (-SEVERITY_RANK.get(f["severity"], 0), f["section"], f["code"], f["subject"]),
+        key=lambda f: (-severity_rank(f["severity"]), f["section"], f["code"], f["subject"]),
     )
-    lines = [summary_line(document), _baseline_line(document), findings_count_line(findings)]
+    lines = [
+        summary_line(document),
+        baseline_sentence(document.get("baseline")),
+        findings_count_line(findings),
+    ]
     if findings:
         rows = [("SEVERITY", "SECTION", "CODE", "SUBJECT", "DETAIL")]
         rows += [
@@ -98,11 +122,3 @@ def render_table(document: dict[str, Any]) -> str:
         lines.append(f"lossiness: {len(lossiness)} record{'s' if len(lossiness) != 1 else ''}")
         lines.extend(f"  {r['artifact']}: {r['message']}" for r in lossiness)
     return "\n".join(lines)
-
-
-def _baseline_line(document: dict[str, Any]) -> str:
-    baseline = document.get("baseline") or {}
-    if baseline.get("evaluated"):
-        fingerprint = baseline.get("fingerprint") or "(no fingerprint)"
-        return f"coverage and drift: evaluated against baseline {fingerprint}"
-    return f"coverage and drift: not evaluated ({baseline.get('reason') or 'no baseline given'})"

@@ -1,15 +1,47 @@
 """The catalogue of finding codes: section, severity, message and help, declared once.
 
 The audit takes its messages from here, the waiver file checks codes against it, and the
-SARIF rendering turns each entry into a rule with its help text.
+SARIF rendering turns each entry into a rule with its help text. The order of severities and
+the ``--fail-on`` thresholds live here too: every view and both front doors read them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from airflow_provider_coremodels.core.model import Finding, Severity
+
+#: Severities from the least to the most severe.
+SEVERITY_ORDER: tuple[Severity, ...] = (Severity.INFO, Severity.WARNING, Severity.ERROR)
+_RANK = {severity.value: rank for rank, severity in enumerate(SEVERITY_ORDER, start=1)}
+
+#: ``--fail-on`` / ``fail_on``: the least severity that fails a run, or None for never.
+FAIL_ON: Mapping[str, Severity | None] = {
+    "never": None,
+    **{severity.value.lower(): severity for severity in SEVERITY_ORDER},
+}
+
+
+def severity_rank(severity: str) -> int:
+    """A severity's place in ``SEVERITY_ORDER`` (Info is 1); 0 for one this version does not know."""
+    return _RANK.get(severity, 0)
+
+
+def most_severe_first(severities: Iterable[str]) -> list[str]:
+    """Distinct severities, the most severe first; unknown ones (a newer version's) last, by name."""
+    return sorted(set(severities), key=lambda severity: (-severity_rank(severity), severity))
+
+
+def failing_findings(findings: Sequence[dict[str, Any]], fail_on: str) -> list[dict[str, Any]]:
+    """The document's findings at or above ``fail_on`` that are not waived: what fails a run."""
+    threshold = FAIL_ON[fail_on]
+    if threshold is None:
+        return []
+    least = severity_rank(threshold.value)
+    return [f for f in findings if not f.get("waived") and severity_rank(f["severity"]) >= least]
+
 
 CONFORMANCE = "Conformance"
 COVERAGE = "Coverage"

@@ -12,6 +12,7 @@ from typing import Any
 
 from airflow.sdk.bases.hook import BaseHook
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy
 from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
 from airflow_provider_coremodels.hooks.connection_fields import (
@@ -49,7 +50,7 @@ class AirflowApiHook(BaseHook):
                 "host": "http://airflow-api-server:8080",
                 "login": "coremodels-exporter",
                 "extra": '{"verify": true, "ca_bundle": "/etc/ssl/certs/ca.pem", '
-                '"concurrency": 8, "timeout": 60}',
+                f'"concurrency": {defaults.CONCURRENCY}, "timeout": {defaults.READ_TIMEOUT:g}}}',
             },
         }
 
@@ -66,9 +67,9 @@ class AirflowApiHook(BaseHook):
                 password=conn.password if conn.login else None,
                 token=token,
                 verify=tls_verify(extra, self.airflow_api_conn_id),
-                concurrency=int(extra.get("concurrency", 8)),
-                read_timeout=float(extra.get("timeout", 60)),
-                connect_timeout=float(extra.get("connect_timeout", 10)),
+                concurrency=int(extra.get("concurrency", defaults.CONCURRENCY)),
+                read_timeout=float(extra.get("timeout", defaults.READ_TIMEOUT)),
+                connect_timeout=float(extra.get("connect_timeout", defaults.CONNECT_TIMEOUT)),
             )
         except (TypeError, ValueError) as exc:
             raise ConnectionConfigError(

@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow.sdk.bases.hook import BaseHook
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import RetryPolicy
 from airflow_provider_coremodels.errors import ConnectionConfigError
 from airflow_provider_coremodels.hooks.connection_fields import base_url, get_connection, mask, tls_verify
@@ -35,7 +36,7 @@ class CoreModelsHook(BaseHook):
             "relabeling": {"host": "Endpoint URL", "password": "API token"},
             "placeholders": {
                 "host": "https://coremodels.example.com/api/connectors/airflow/snapshots",
-                "extra": '{"verify": true, "timeout": 60}',
+                "extra": f'{{"verify": true, "timeout": {defaults.READ_TIMEOUT:g}}}',
             },
         }
 
@@ -50,7 +51,7 @@ class CoreModelsHook(BaseHook):
                 endpoint,
                 token=conn.password or None,
                 verify=tls_verify(extra, self.coremodels_conn_id),
-                timeout=float(extra.get("timeout", 60)),
+                timeout=float(extra.get("timeout", defaults.READ_TIMEOUT)),
                 retry=retry,
             )
         except (TypeError, ValueError) as exc:

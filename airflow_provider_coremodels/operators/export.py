@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
-from airflow_provider_coremodels.core.audit import FAIL_ON, failing_findings
-from airflow_provider_coremodels.core.document import DEFAULT_MAX_SNAPSHOT_BYTES
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.render import finding_line, findings_count_line, summary_line
+from airflow_provider_coremodels.core.rules import FAIL_ON, failing_findings
 from airflow_provider_coremodels.core.waivers import Waiver, waivers_from_value
 from airflow_provider_coremodels.errors import CoreModelsError
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
+from airflow_provider_coremodels.transport import RetryPolicy
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -66,7 +67,7 @@ class CoreModelsExportOperator(BaseOperator):
         sink_conn_id: str | None = None,
         coremodels_conn_id: str | None = None,
         fail_on: str = "never",
-        max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
+        max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
         include_asset_extra: bool = False,
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
         **kwargs: Any,
@@ -102,8 +103,7 @@ class CoreModelsExportOperator(BaseOperator):
         return waivers_from_value(self.waivers)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_coremodels.export import export
-        from airflow_provider_coremodels.sinks import open_sink
+        from airflow_provider_coremodels.export import export, open_sinks
 
         if self.fail_on not in FAIL_ON:
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
@@ -111,11 +111,11 @@ class CoreModelsExportOperator(BaseOperator):
         uris = [uri.strip() for uri in uris if uri.strip()]
         try:
             waivers = self._waivers()
-            sinks = [
-                open_sink(uri, sink_conn_id=self.sink_conn_id, coremodels_conn_id=self.coremodels_conn_id)
-                for uri in uris
-            ]
-            with self.hook.get_conn() as client:
+            retry = RetryPolicy()
+            sinks = open_sinks(
+                uris, sink_conn_id=self.sink_conn_id, coremodels_conn_id=self.coremodels_conn_id, retry=retry
+            )
+            with self.hook.get_conn(retry) as client:
                 self._client = client
                 result = export(
                     client,

@@ -40,9 +40,3 @@ class Sink(abc.ABC):
     def push(self, document: Document) -> SinkResult:
         """Store ``document`` (cut down to what may be stored when it is over the cap)."""
 
-
-def history_name(document: Document) -> str:
-    """``<capturedAt>-<fingerprint>.json`` with the time in a form every store accepts (no colons)."""
-    captured_at = (document.get("state") or {}).get("capturedAt") or "unknown-time"
-    stamp = captured_at.replace("-", "").replace(":", "")
-    return f"{stamp}-{document['fingerprint']}.json"

@@ -24,12 +24,10 @@ from typing import Any
 from airflow_provider_coremodels.atomic import write_atomic
 from airflow_provider_coremodels.core.document import Document, encode, for_storage
 from airflow_provider_coremodels.errors import SinkError
-from airflow_provider_coremodels.sinks.base import Sink, SinkResult, history_name
+from airflow_provider_coremodels.sinks.base import Sink, SinkResult
+from airflow_provider_coremodels.sinks.layout import HISTORY, LATEST, history_name
 
 log = logging.getLogger(__name__)
-
-LATEST = "latest.json"
-HISTORY = "history"
 
 
 class DirectorySink(Sink):

@@ -16,12 +16,17 @@ import logging
 
 import requests
 
-from airflow_provider_coremodels import __version__
-from airflow_provider_coremodels.capture.client import redact_url, strip_userinfo
-from airflow_provider_coremodels.capture.retry import Deadline, RetryPolicy, send_with_retries
+from airflow_provider_coremodels import __version__, defaults
 from airflow_provider_coremodels.core.document import Document, encode, for_storage
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
+from airflow_provider_coremodels.transport import (
+    Deadline,
+    RetryPolicy,
+    redact_url,
+    send_with_retries,
+    strip_userinfo,
+)
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +40,7 @@ class EndpointSink(Sink):
         *,
         token: str | None = None,
         verify: bool | str = True,
-        timeout: float = 60.0,
+        timeout: float = defaults.READ_TIMEOUT,
         retry: RetryPolicy | None = None,
     ) -> None:
         self.uri, username, password = strip_userinfo(url, keep_query=True)
@@ -74,7 +79,7 @@ class EndpointSink(Sink):
                 error=SinkError,
                 data=gzip.compress(encode(stored)),
                 headers=headers,
-                timeout=(10.0, self._timeout),
+                timeout=(defaults.CONNECT_TIMEOUT, self._timeout),
                 allow_redirects=False,
             )
         if response.is_redirect or response.is_permanent_redirect:

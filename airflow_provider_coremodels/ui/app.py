@@ -154,4 +154,3 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> Response
     else:
         title, detail, fix = "Request refused", str(exc.detail), ""
     return HTMLResponse(render_problem_page(title, detail, fix), exc.status_code, headers=headers)
-

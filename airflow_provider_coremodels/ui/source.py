@@ -8,7 +8,6 @@ to fix it, because the person reading it is looking at a web page, not a stack t
 from __future__ import annotations
 
 import json
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,19 +15,13 @@ from typing import Any
 
 from airflow_provider_coremodels.core.document import load_document
 from airflow_provider_coremodels.errors import SnapshotDocumentError
+from airflow_provider_coremodels.sinks.layout import HISTORY, HISTORY_ENTRY, LATEST
 
 #: The configuration the page reads: ``[coremodels] ui_snapshot_dir``.
 CONFIG_SECTION = "coremodels"
 CONFIG_OPTION = "ui_snapshot_dir"
 CONFIG_ENV = "AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR"
 
-# The file sink's layout (sinks/directory.py); repeated here rather than imported because the
-# sinks package pulls in the HTTP client, and tests/ui checks the two stay equal.
-LATEST = "latest.json"
-HISTORY = "history"
-
-# history/<capturedAt without - and :>-<fingerprint>.json, as sinks.base.history_name writes it.
-_HISTORY_ENTRY = re.compile(r"^(?P<stamp>\d{8}T[0-9.]+Z?)-(?P<fingerprint>[0-9a-f]{16})\.json$")
 
 _FIX_EXPORT = (
     "Run the export with a file sink into that directory — the coremodels_export DAG "
@@ -118,7 +111,7 @@ def _read_directory(root: Path) -> Snapshot | Problem:
     snapshot = _read_file(latest)
     if isinstance(snapshot, Problem) or newest is None:
         return snapshot
-    match = _HISTORY_ENTRY.match(newest.name)
+    match = HISTORY_ENTRY.match(newest.name)
     assert match is not None  # _newest_history_entry only returns names that match
     if match["fingerprint"] != snapshot.document.get("fingerprint") and match["stamp"] > _stamp(
         snapshot.document
@@ -144,7 +137,7 @@ def _stamp(document: dict[str, Any]) -> str:
 
 def _newest_history_entry(history: Path) -> Path | None:
     try:
-        names = [entry.name for entry in history.iterdir() if _HISTORY_ENTRY.match(entry.name)]
+        names = [entry.name for entry in history.iterdir() if HISTORY_ENTRY.match(entry.name)]
     except OSError:
         return None  # no history (yet): latest.json alone is enough
     return history / max(names) if names else None
@@ -154,8 +147,7 @@ def _unreadable(path: Path, exc: OSError) -> Problem:
     return Problem(
         "The snapshot cannot be read",
         f"{path}: {exc.strerror or exc}.",
-        "Make the snapshot directory and its files readable by the user the Airflow API server "
-        "runs as.",
+        "Make the snapshot directory and its files readable by the user the Airflow API server runs as.",
         status=500,
     )
 

@@ -1,4 +1,9 @@
-"""When to retry a request, and for how long: exponential backoff with jitter inside a deadline."""
+"""The HTTP pieces capture and the endpoint sink share: retries inside a deadline, and URLs without secrets.
+
+When to retry a request, and for how long: exponential backoff with jitter inside a deadline
+that bounds the whole run. Credentials written into a URL (``user:password@``) are split out
+before the URL is recorded anywhere.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.errors import CoreModelsError
 
 log = logging.getLogger(__name__)
@@ -30,7 +37,7 @@ class RetryPolicy:
     max_attempts: int = 6
     backoff: float = 0.5
     max_backoff: float = 10.0
-    budget: float = 120.0
+    budget: float = defaults.RETRY_BUDGET
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before attempt ``attempt + 1``: the server's Retry-After, else jittered backoff."""
@@ -138,3 +145,37 @@ def _reason(exc: Exception) -> str:
         return found.group(0).strip()
     lines = text.splitlines()
     return lines[0][:200] if lines else type(exc).__name__
+
+
+# -- URLs ------------------------------------------------------------------------------------
+
+
+def strip_userinfo(url: str, *, keep_query: bool = False) -> tuple[str, str | None, str | None]:
+    """Split ``user:password@`` out of a URL, so it is never recorded with the URL.
+
+    A base URL loses its query and trailing slash (paths are appended to it); an endpoint
+    (``keep_query``) keeps its path and query exactly.
+    """
+    parts = urlsplit(url.strip())
+    if not parts.scheme or not parts.netloc:
+        raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    if keep_query:
+        clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    else:
+        clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+    return clean, parts.username, parts.password
+
+
+def redact_url(url: str) -> str:
+    """The URL with any user info replaced, for messages about URLs that could not be parsed."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return f"{scheme}{sep}{authority}{slash}{path}"

@@ -1,0 +1,22 @@
+"""The defaults every front door shares: the CLI's argument table, the hooks, the client, the document.
+
+Import-light on purpose (nothing but constants): Airflow's CLI reads the argument table at every
+start-up, and the provider's registration must stay cheap.
+"""
+
+from __future__ import annotations
+
+#: The snapshot cap: a larger encoded document is stored without datasets and lineage.
+MAX_SNAPSHOT_BYTES = 1_500_000
+#: An artifact file larger than this is refused before it is read (decoded JSON is several times larger).
+MAX_ARTIFACT_BYTES = 1 << 30
+#: Requests in flight during a capture. Against a one-worker Airflow 3.2-3.3 API server keep it at
+#: 14 or below: above its 15 pooled database connections the server can stall (apache/airflow#66493).
+CONCURRENCY = 8
+#: Seconds to wait for a response to start (read) and for a connection to open.
+READ_TIMEOUT = 60.0
+CONNECT_TIMEOUT = 10.0
+#: Seconds a capture or a push may spend retrying transient failures.
+RETRY_BUDGET = 120.0
+#: A waiver file larger than this is refused: waiver files are short lists written by people.
+MAX_WAIVER_FILE_BYTES = 16 << 20

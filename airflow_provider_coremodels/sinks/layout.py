@@ -1,0 +1,24 @@
+"""Where the file and object-storage sinks keep snapshots, and how the UI page finds them again.
+
+    <root>/latest.json                                the newest document stored whole: the baseline
+    <root>/history/<capturedAt>-<fingerprint>.json    every document stored, one file each
+"""
+
+from __future__ import annotations
+
+import re
+
+from airflow_provider_coremodels.core.document import Document
+
+LATEST = "latest.json"
+HISTORY = "history"
+
+#: A history entry's name: ``capturedAt`` without ``-`` and ``:`` (not every store takes colons).
+HISTORY_ENTRY = re.compile(r"^(?P<stamp>\d{8}T[0-9.]+Z?)-(?P<fingerprint>[0-9a-f]{16})\.json$")
+
+
+def history_name(document: Document) -> str:
+    """``<capturedAt>-<fingerprint>.json``, which ``HISTORY_ENTRY`` matches."""
+    captured_at = (document.get("state") or {}).get("capturedAt") or "unknown-time"
+    stamp = captured_at.replace("-", "").replace(":", "")
+    return f"{stamp}-{document['fingerprint']}.json"
