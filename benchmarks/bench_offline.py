@@ -97,7 +97,7 @@ def floor_gc_off(paths: dict[str, Path]) -> list[Any]:
 
 
 def _parse(paths: dict[str, Path]) -> Any:
-    # As the CLI's _parse_files: the bytes live until parse_artifacts returns.
+    # As input_files.read_artifacts: the bytes live until parse_artifacts returns.
     dags, tasks, datasets = _read(paths)
     return parse_artifacts(dags, tasks, datasets, lossiness=[])
 

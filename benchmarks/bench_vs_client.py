@@ -3,16 +3,17 @@
 1. Generates a deterministic estate of Python DAG files (default M = 1,000 DAGs of 20
    ``EmptyOperator`` tasks, chained; one asset per two DAGs, produced by one or two DAGs and
    scheduling zero to three others; about one DAG in ten paused), 50 DAGs per file.
-2. Starts a real ``airflow api-server`` on 127.0.0.1 with ``tests/airflow_server.py`` (SQLite,
-   ``airflow db migrate`` + ``airflow dags reserialize``, one API worker process). With
+2. Starts a real ``airflow api-server`` on 127.0.0.1 with ``tests/support/airflow_server.py``
+   (SQLite, ``airflow db migrate`` + ``airflow dags reserialize``, one API worker process). With
    ``--workers N`` a second api-server with N workers is started on the same database and the
    crawls go there; ``--dag-cache-size`` sets the server's ``[api] dag_cache_size``.
 3. Creates a throw-away virtualenv (a temporary folder, or ``--client-venv DIR`` to keep and
    reuse one) with the official ``apache-airflow-client`` and ``requests``, so neither ever enters
-   the project's environment, and runs there what a user would write with it: a JWT from
-   ``POST /auth/token`` (as the client's README does it), the DAG list page by page (limit 100),
-   ``get_tasks`` for each DAG, the asset list page by page, one request after another (with the
-   same ``order_by`` as the capture, so the server does the same work). The crawl times itself
+   the project's environment, and runs there ``client_crawl.py``, what a user would write with
+   it: a JWT from ``POST /auth/token`` (as the client's README does it), the DAG list page by
+   page (limit 100), ``get_tasks`` for each DAG, the asset list page by page, one request after
+   another (with the same ``order_by`` as the capture, so the server does the same work). The
+   crawl times itself
    after its imports, so neither virtualenv creation nor interpreter start-up counts, and prints
    its figures as JSON.
 4. Times ``capture(AirflowApiClient(ApiSource(url, username, password, concurrency=C)))``
@@ -62,7 +63,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 import urllib.request
@@ -75,8 +75,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
-from airflow_server import AirflowApiServer, free_port  # noqa: E402
 from bench_offline import load_note, machine  # noqa: E402
+from support.airflow_server import AirflowApiServer, free_port  # noqa: E402
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture  # noqa: E402
 
@@ -221,92 +221,9 @@ def _digest(lines: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()[:16]
 
 
-# -- the official client's crawl, run in its own virtualenv -----------------------------------
+# -- the official client's crawl (client_crawl.py), run in its own virtualenv ---------------------
 
-CLIENT_CRAWL = textwrap.dedent(
-    '''
-    """A plain sequential crawl with the official apache-airflow-client: what a user would write."""
-    import hashlib
-    import json
-    import os
-    import sys
-    import time
-
-    import airflow_client.client
-    import requests
-    from airflow_client.client.api.asset_api import AssetApi
-    from airflow_client.client.api.dag_api import DAGApi
-    from airflow_client.client.api.task_api import TaskApi
-
-
-    def get_access_token(host, username, password):
-        response = requests.post(
-            f"{host}/auth/token",
-            json={"username": username, "password": password},
-            headers={"Content-Type": "application/json"},
-        )
-        if response.status_code != 201:
-            raise RuntimeError(f"Failed to get access token: {response.status_code} {response.text}")
-        return response.json()["access_token"]
-
-
-    def main():
-        host = sys.argv[1]
-        wall0, cpu0 = time.monotonic(), time.process_time()
-        token = get_access_token(host, os.environ["BENCH_USERNAME"], os.environ["BENCH_PASSWORD"])
-        calls = 1
-        configuration = airflow_client.client.Configuration(host=host, access_token=token)
-        with airflow_client.client.ApiClient(configuration) as api_client:
-            dag_api, task_api, asset_api = DAGApi(api_client), TaskApi(api_client), AssetApi(api_client)
-
-            dags, offset = [], 0
-            while True:
-                page = dag_api.get_dags(limit=100, offset=offset, order_by=["dag_id"])
-                calls += 1
-                dags.extend(page.dags)
-                offset += len(page.dags)
-                if not page.dags or offset >= page.total_entries:
-                    break
-
-            tasks = {}
-            for dag in dags:
-                tasks[dag.dag_id] = task_api.get_tasks(dag.dag_id).tasks
-                calls += 1
-
-            assets, offset = [], 0
-            while True:
-                page = asset_api.get_assets(limit=100, offset=offset, order_by=["id"])
-                calls += 1
-                assets.extend(page.assets)
-                offset += len(page.assets)
-                if not page.assets or offset >= page.total_entries:
-                    break
-        wall1, cpu1 = time.monotonic(), time.process_time()
-
-        lines = [f"dag {dag.dag_id}" for dag in dags]
-        lines += [f"task {dag_id} {task.task_id}" for dag_id, ts in tasks.items() for task in ts]
-        for asset in assets:
-            lines.append(f"asset {asset.uri}")
-            lines += [f"produces {asset.uri} {ref.dag_id}" for ref in asset.producing_tasks]
-            lines += [f"schedules {asset.uri} {ref.dag_id}" for ref in asset.scheduled_dags]
-        print(json.dumps({
-            "dags": len(dags),
-            "tasks": sum(len(ts) for ts in tasks.values()),
-            "assets": len(assets),
-            "requests": calls,
-            "retries": 0,
-            "lost": 0,
-            "started": wall0,
-            "ended": wall1,
-            "seconds": wall1 - wall0,
-            "cpu": cpu1 - cpu0,
-            "digest": hashlib.sha256("\\n".join(sorted(lines)).encode()).hexdigest()[:16],
-        }))
-
-
-    main()
-    '''
-)
+CLIENT_CRAWL = HERE / "client_crawl.py"
 
 
 def client_venv(path: Path, spec: str) -> tuple[Path, float]:
@@ -339,10 +256,11 @@ def client_version(python: Path) -> str:
     return out.stdout.strip()
 
 
-def run_client_crawl(python: Path, script: Path, base_url: str) -> dict[str, Any]:
+def run_client_crawl(python: Path, base_url: str) -> dict[str, Any]:
+    """Run client_crawl.py with the client's virtualenv; its figures."""
     env = {**os.environ, "BENCH_USERNAME": USERNAME, "BENCH_PASSWORD": PASSWORD}
     result = subprocess.run(
-        [str(python), str(script), base_url], env=env, capture_output=True, text=True, timeout=3600
+        [str(python), str(CLIENT_CRAWL), base_url], env=env, capture_output=True, text=True, timeout=3600
     )
     if result.returncode != 0:
         raise RuntimeError(f"the client crawl failed (exit {result.returncode}):\n{result.stderr[-3000:]}")
@@ -673,14 +591,10 @@ def summarize_profile(path: Path, seconds: float, requests: int, top: int = 10) 
     return lines
 
 
-# -- the run ------------------------------------------------------------------------------------
+# -- the steps of a run -------------------------------------------------------------------------
 
 
-def median(runs: list[dict[str, Any]], key: str) -> float:
-    return float(statistics.median(r[key] for r in runs))
-
-
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dags", type=int, default=1000, help="DAGs to generate (default 1000, M)")
     parser.add_argument("--tasks-per-dag", type=int, default=20)
@@ -725,130 +639,209 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-timeout", type=float, default=300.0)
     parser.add_argument("--command-timeout", type=float, default=3600.0)
     args = parser.parse_args(argv)
-    concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    args.concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    return args
 
-    print(f"machine: {machine()}")
-    print(load_note("at start"))
-    phases: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-vs-client-") as tmp_name:
-        tmp = Path(tmp_name)
 
-        started = time.monotonic()
-        plan = plan_estate(args.dags, args.tasks_per_dag, args.seed)
-        files = write_dag_files(plan, tmp / "dags", args.dags_per_file, args.seed)
-        phases["generate DAG files"] = time.monotonic() - started
-        expected = {"dags": len(plan.dags), "tasks": plan.tasks, "assets": len(plan.assets)}
+Phases = dict[str, float]  # what each step took (s), in order, printed at the end
+
+
+def write_estate(args: argparse.Namespace, folder: Path, phases: Phases) -> EstatePlan:
+    """Plan the estate and write it as Python DAG files into ``folder``."""
+    started = time.monotonic()
+    plan = plan_estate(args.dags, args.tasks_per_dag, args.seed)
+    files = write_dag_files(plan, folder, args.dags_per_file, args.seed)
+    phases["generate DAG files"] = time.monotonic() - started
+    print(
+        f"estate: {len(plan.dags)} DAGs in {files} files, {plan.tasks} tasks, "
+        f"{len(plan.assets)} assets (seed {args.seed})"
+    )
+    return plan
+
+
+def install_client(path: Path, spec: str, phases: Phases) -> Path:
+    """The official client's virtualenv at ``path`` (made, or reused); returns its python."""
+    python, seconds = client_venv(path, spec)
+    phases["client virtualenv + pip install" + (" (reused)" if not seconds else "")] = seconds
+    print(f"official client: apache-airflow-client {client_version(python)} in {path}")
+    return python
+
+
+@dataclass
+class Server:
+    """Where the crawls go."""
+
+    harness: AirflowApiServer  # the harness's server (its home holds the api-server logs)
+    base_url: str
+    group: int  # the process group of the api-server the crawls go to, and of its workers
+    pids: list[int]
+    version: str  # Airflow's
+
+
+@contextlib.contextmanager
+def api_server(args: argparse.Namespace, tmp: Path, phases: Phases) -> Iterator[Server]:
+    """A real api-server on the DAG files in ``tmp/dags`` (the harness's, one worker); with
+    ``--workers N`` other than 1, a second api-server with N workers on its database, where the
+    crawls then go."""
+    extra_env = {}
+    if args.dag_cache_size is not None:
+        extra_env["AIRFLOW__API__DAG_CACHE_SIZE"] = str(args.dag_cache_size)
+    with (
+        AirflowApiServer(
+            tmp / "dags",
+            username=USERNAME,
+            password=PASSWORD,
+            home=tmp / "airflow-home",
+            extra_env=extra_env,
+            startup_timeout=args.startup_timeout,
+            command_timeout=args.command_timeout,
+        ) as server,
+        contextlib.ExitStack() as stack,
+    ):
+        phases["airflow db migrate"] = server.timings["db_migrate"]
+        phases["airflow dags reserialize"] = server.timings["dags_reserialize"]
+        phases["api-server until /api/v2/version answers"] = server.timings["api_server"]
+        version = server.get("/api/v2/version").json()["version"]
+        assert server._process is not None  # the harness starts it in a process group of its own
+        base_url, group = server.base_url, server._process.pid
+        if args.workers != 1:
+            started = time.monotonic()
+            base_url, group = stack.enter_context(more_workers(server, args.workers, args.startup_timeout))
+            phases[f"api-server --workers {args.workers} until it answers"] = time.monotonic() - started
+        pids = group_pids(group)
+        cache_size = "default" if args.dag_cache_size is None else args.dag_cache_size
         print(
-            f"estate: {expected['dags']} DAGs in {files} files, {expected['tasks']} tasks, "
-            f"{expected['assets']} assets (seed {args.seed})"
+            f"Airflow {version} api-server at {base_url}: --workers {args.workers}, {len(pids)} "
+            f"process(es), dag_cache_size {cache_size}"
         )
+        yield Server(server, base_url, group, pids, version)
 
-        venv_path = args.client_venv or tmp / "client-venv"
-        python, venv_seconds = client_venv(venv_path, args.client)
-        phases["client virtualenv + pip install" + (" (reused)" if not venv_seconds else "")] = venv_seconds
-        script = tmp / "client_crawl.py"
-        script.write_text(CLIENT_CRAWL)
-        print(f"official client: apache-airflow-client {client_version(python)} in {venv_path}")
 
-        extra_env = {}
-        if args.dag_cache_size is not None:
-            extra_env["AIRFLOW__API__DAG_CACHE_SIZE"] = str(args.dag_cache_size)
-        with (
-            AirflowApiServer(
-                tmp / "dags",
-                username=USERNAME,
-                password=PASSWORD,
-                home=tmp / "airflow-home",
-                extra_env=extra_env,
-                startup_timeout=args.startup_timeout,
-                command_timeout=args.command_timeout,
-            ) as server,
-            contextlib.ExitStack() as stack,
-        ):
-            phases["airflow db migrate"] = server.timings["db_migrate"]
-            phases["airflow dags reserialize"] = server.timings["dags_reserialize"]
-            phases["api-server until /api/v2/version answers"] = server.timings["api_server"]
-            version = server.get("/api/v2/version").json()["version"]
-            assert server._process is not None  # the harness starts it in a process group of its own
-            base_url, group = server.base_url, server._process.pid
-            if args.workers != 1:
-                started = time.monotonic()
-                base_url, group = stack.enter_context(
-                    more_workers(server, args.workers, args.startup_timeout)
-                )
-                phases[f"api-server --workers {args.workers} until it answers"] = time.monotonic() - started
-            pids = group_pids(group)
-            cache_size = "default" if args.dag_cache_size is None else args.dag_cache_size
-            print(
-                f"Airflow {version} api-server at {base_url}: --workers {args.workers}, {len(pids)} "
-                f"process(es), dag_cache_size {cache_size}"
-            )
+Run = dict[str, Any]  # one crawl's figures: counts, requests, seconds, CPU, digest (and CPU windows)
 
-            sampler = CpuSampler(pids)
-            profiles: list[tuple[str, dict[str, Any], Path]] = []
-            sampler.start()
-            try:
-                # warm-up (not timed): the first requests to each endpoint import and cache things
-                started = time.monotonic()
-                warm = [
-                    run_capture(base_url, concurrencies[0]),
-                    run_client_crawl(python, script, base_url),
-                ]
-                phases["warm-up (one crawl of each, not timed)"] = time.monotonic() - started
-                sampler.pids = pids = group_pids(group)  # all workers are up by now
 
-                crawlers = ["client", *[f"capture-{c}" for c in concurrencies]]
-                runs: dict[str, list[dict[str, Any]]] = {name: [] for name in crawlers}
-                started = time.monotonic()
-                for rep in range(args.repeat):
-                    for name in crawlers:
-                        before = wait_quiet(args.quiet, args.quiet_wait) if args.quiet > 0 else float("nan")
-                        if name == "client":
-                            run = run_client_crawl(python, script, base_url)
-                        else:
-                            run = run_capture(base_url, int(name.split("-")[1]))
-                        run.update(sampler.window(run["started"], run["ended"]))
-                        run["other_cpu"] = run["machine_cpu"] - run["server_cpu"] - run["cpu"]
-                        runs[name].append(run)
-                        print(f"  rep {rep + 1}/{args.repeat} {name:<12} {run['seconds']:7.2f} s  "
-                              f"server {run['server_mean']:.0%} of a core, other work {run['other_cpu']:.1f} "
-                              f"CPU s (machine {before:.2f} cores busy before)", flush=True)  # fmt: skip
-                phases[f"timed runs ({args.repeat} repetitions)"] = time.monotonic() - started
-                if args.profile:
-                    started = time.monotonic()
-                    top = concurrencies[0]
-                    capture_label = f"capture, concurrency {top}"
-                    server_out, crawler_out = (
-                        args.profile / "server-capture.txt",
-                        args.profile / "crawler.txt",
-                    )
-                    # the server's workers are children of its first process; the crawler's children
-                    # include the server (the harness started it), so not those
-                    run = profile([(group, server_out, True), (os.getpid(), crawler_out, False)],
-                                  lambda: run_capture(base_url, top))  # fmt: skip
-                    profiles.append((f"the api-server during one {capture_label} crawl", run, server_out))
-                    profiles.append(
-                        (f"the crawler itself during the same {capture_label} crawl", run, crawler_out)
-                    )
-                    client_out = args.profile / "server-client.txt"
-                    run = profile(
-                        [(group, client_out, True)], lambda: run_client_crawl(python, script, base_url)
-                    )
-                    profiles.append(
-                        ("the api-server during one apache-airflow-client crawl", run, client_out)
-                    )
-                    phases["profiled crawls (py-spy, not timed)"] = time.monotonic() - started
-            finally:
-                sampler.stop()
-                logs = sorted(server.home.glob("api-server*.log")) if server.home else []
-                errors = server_errors(logs)
-    print(load_note("at end"))
+@dataclass
+class Crawls:
+    """Every crawl against the server, and what the server logged meanwhile."""
 
-    # -- checks ---------------------------------------------------------------------------------
+    version: str  # Airflow's
+    crawlers: list[str]  # "client", then "capture-<concurrency>" for each concurrency
+    warm: list[Run]  # the untimed warm-up crawls: a capture, then the client's
+    runs: dict[str, list[Run]]  # each crawler's timed runs
+    profiles: list[tuple[str, Run, Path]]  # (what was sampled, its run, py-spy's raw stacks)
+    errors: list[str]  # the api-server's log lines that tell of an error
+
+    @property
+    def theirs(self) -> float:
+        """The official client's median seconds: what the ratios divide."""
+        return median(self.runs["client"], "seconds")
+
+
+def label(crawler: str) -> str:
+    if crawler == "client":
+        return "apache-airflow-client, sequential"
+    return f"capture, concurrency {crawler.split('-')[1]}"
+
+
+def crawl_once(crawler: str, server: Server, python: Path) -> Run:
+    if crawler == "client":
+        return run_client_crawl(python, server.base_url)
+    return run_capture(server.base_url, int(crawler.split("-")[1]))
+
+
+def crawl(args: argparse.Namespace, server: Server, python: Path, phases: Phases) -> Crawls:
+    """One warm-up crawl of each kind, the timed runs, and with ``--profile`` the sampled ones,
+    while the server's CPU is sampled; then the server's errors from its logs."""
+    crawlers = ["client", *[f"capture-{c}" for c in args.concurrencies]]
+    sampler = CpuSampler(server.pids)
+    sampler.start()
+    try:
+        warm = warm_up(server, python, args.concurrencies[0], phases)
+        sampler.pids = group_pids(server.group)  # all workers are up by now
+        runs = timed_runs(args, crawlers, server, python, sampler, phases)
+        profiles = []
+        if args.profile:
+            profiles = profile_crawls(args.profile, args.concurrencies[0], server, python, phases)
+    finally:
+        sampler.stop()
+        home = server.harness.home
+        errors = server_errors(sorted(home.glob("api-server*.log")) if home else [])
+    return Crawls(server.version, crawlers, warm, runs, profiles, errors)
+
+
+def warm_up(server: Server, python: Path, concurrency: int, phases: Phases) -> list[Run]:
+    """One untimed crawl of each kind: the first requests to each endpoint import and cache things."""
+    started = time.monotonic()
+    warm = [run_capture(server.base_url, concurrency), run_client_crawl(python, server.base_url)]
+    phases["warm-up (one crawl of each, not timed)"] = time.monotonic() - started
+    return warm
+
+
+def timed_runs(
+    args: argparse.Namespace,
+    crawlers: list[str],
+    server: Server,
+    python: Path,
+    sampler: CpuSampler,
+    phases: Phases,
+) -> dict[str, list[Run]]:
+    """``--repeat`` rounds of every crawler in turn, each once the machine is quiet; each run also
+    gets the server's and the machine's CPU over its own window."""
+    runs: dict[str, list[Run]] = {name: [] for name in crawlers}
+    started = time.monotonic()
+    for rep in range(args.repeat):
+        for name in crawlers:
+            before = wait_quiet(args.quiet, args.quiet_wait) if args.quiet > 0 else float("nan")
+            run = crawl_once(name, server, python)
+            run.update(sampler.window(run["started"], run["ended"]))
+            run["other_cpu"] = run["machine_cpu"] - run["server_cpu"] - run["cpu"]
+            runs[name].append(run)
+            print(f"  rep {rep + 1}/{args.repeat} {name:<12} {run['seconds']:7.2f} s  "
+                  f"server {run['server_mean']:.0%} of a core, other work {run['other_cpu']:.1f} "
+                  f"CPU s (machine {before:.2f} cores busy before)", flush=True)  # fmt: skip
+    phases[f"timed runs ({args.repeat} repetitions)"] = time.monotonic() - started
+    return runs
+
+
+def profile_crawls(
+    out: Path, concurrency: int, server: Server, python: Path, phases: Phases
+) -> list[tuple[str, Run, Path]]:
+    """One more capture and one more client crawl, sampled with py-spy, raw stacks kept in ``out``."""
+    started = time.monotonic()
+    capture_label = f"capture, concurrency {concurrency}"
+    server_out, crawler_out, client_out = (
+        out / "server-capture.txt",
+        out / "crawler.txt",
+        out / "server-client.txt",
+    )
+    # the server's workers are children of its first process; the crawler's children include the
+    # server (the harness started it), so not those
+    run = profile([(server.group, server_out, True), (os.getpid(), crawler_out, False)],
+                  lambda: run_capture(server.base_url, concurrency))  # fmt: skip
+    profiles = [
+        (f"the api-server during one {capture_label} crawl", run, server_out),
+        (f"the crawler itself during the same {capture_label} crawl", run, crawler_out),
+    ]
+    run = profile([(server.group, client_out, True)], lambda: run_client_crawl(python, server.base_url))
+    profiles.append(("the api-server during one apache-airflow-client crawl", run, client_out))
+    phases["profiled crawls (py-spy, not timed)"] = time.monotonic() - started
+    return profiles
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+def median(runs: list[Run], key: str) -> float:
+    return float(statistics.median(r[key] for r in runs))
+
+
+def check(plan: EstatePlan, crawls: Crawls) -> list[str]:
+    """The runs that did not see the planned estate (printed; they stay in the tables)."""
+    expected = {"dags": len(plan.dags), "tasks": plan.tasks, "assets": len(plan.assets)}
     want = plan_digest(plan)
     problems = []
-    checked = [("warm-up capture", warm[0]), ("warm-up client", warm[1])]
-    checked += [(crawler, run) for crawler in crawlers for run in runs[crawler]]
+    checked = [("warm-up capture", crawls.warm[0]), ("warm-up client", crawls.warm[1])]
+    checked += [(crawler, run) for crawler in crawls.crawlers for run in crawls.runs[crawler]]
     for name, run in checked:
         seen = {key: run[key] for key in expected}
         if seen != expected or run["digest"] != want:
@@ -856,15 +849,15 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print("MISMATCH (these runs did not see the planned estate; they stay in the table):")
         print("\n".join(f"  {problem}" for problem in problems))
+    return problems
 
-    # -- the table ------------------------------------------------------------------------------
-    theirs = median(runs["client"], "seconds")
-    labels = {"client": "apache-airflow-client, sequential"}
-    labels.update({f"capture-{c}": f"capture, concurrency {c}" for c in concurrencies})
+
+def print_times(args: argparse.Namespace, crawls: Crawls) -> None:
+    """The table: what each crawler saw, its requests and its median seconds; the ratio to the client."""
     print()
     cache = f"dag_cache_size {args.dag_cache_size}" if args.dag_cache_size is not None else "default settings"
     print(
-        f"Airflow {version}, api-server --workers {args.workers}, {cache}, {os.cpu_count()} cores; "
+        f"Airflow {crawls.version}, api-server --workers {args.workers}, {cache}, {os.cpu_count()} cores; "
         f"medians of {args.repeat}"
     )
     header = (
@@ -873,18 +866,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(header)
     print("-" * len(header))
-    for name in crawlers:
-        rs = runs[name]
+    for name in crawls.crawlers:
+        rs = crawls.runs[name]
         secs = median(rs, "seconds")
         spread = f"{min(r['seconds'] for r in rs):.2f}-{max(r['seconds'] for r in rs):.2f}"
         print(
-            f"{labels[name]:<34} {rs[0]['dags']:>5} {rs[0]['tasks']:>6} {rs[0]['assets']:>6} "
+            f"{label(name):<34} {rs[0]['dags']:>5} {rs[0]['tasks']:>6} {rs[0]['assets']:>6} "
             f"{rs[0]['requests']:>8} {sum(r['retries'] for r in rs):>7} {sum(r['lost'] for r in rs):>4} "
             f"{secs:>8.2f} {spread:>12} "
-            f"{rs[0]['requests'] / secs:>6.0f} {theirs / secs:>6.2f}"
+            f"{rs[0]['requests'] / secs:>6.0f} {crawls.theirs / secs:>6.2f}"
         )
     print("DAGs, tasks, assets, requests: of the first run; retries and lost (tasks responses given up")
     print("on): of all runs; ratio: the client's median seconds / this row's")
+
+
+def print_cpu(crawls: Crawls) -> None:
+    """Where the CPU went during each crawler's runs: the crawler's, the server's, the machine's."""
     print()
     header = (
         f"{'where the CPU went (medians)':<34} {'crawler CPU s':>13} {'server CPU s':>12} "
@@ -892,10 +889,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(header)
     print("-" * len(header))
-    for name in crawlers:
-        rs = runs[name]
+    for name in crawls.crawlers:
+        rs = crawls.runs[name]
         print(
-            f"{labels[name]:<34} {median(rs, 'cpu'):>13.2f} {median(rs, 'server_cpu'):>12.2f} "
+            f"{label(name):<34} {median(rs, 'cpu'):>13.2f} {median(rs, 'server_cpu'):>12.2f} "
             f"{median(rs, 'server_cpu') / rs[0]['requests'] * 1000:>13.2f} "
             f"{median(rs, 'server_mean'):>11.0%} {median(rs, 'server_peak'):>5.0%} "
             f"{median(rs, 'machine_cores'):>13.2f} {max(0.0, median(rs, 'other_cpu')):>11.2f}"
@@ -904,6 +901,10 @@ def main(argv: list[str] | None = None) -> int:
     print("throughout); peak: its busiest 1 s; machine cores: CPUs busy on the whole machine (of")
     print(f"{os.cpu_count()}); other CPU s: the machine's busy CPU seconds less the server's and the")
     print("crawler's, i.e. work that is neither (near 0 on a quiet machine).")
+
+
+def print_verdicts(args: argparse.Namespace, crawls: Crawls) -> None:
+    """For each concurrency: the ratio against the target, and the bound the CPU seconds put on it."""
     cores = os.cpu_count() or 1
     print(
         f"bound: a crawl can take no less than the server's CPU seconds over its {args.workers} worker(s) "
@@ -911,8 +912,9 @@ def main(argv: list[str] | None = None) -> int:
         f"uvloop do outside the GIL, so 'reached' can pass 100%), nor than server + crawler CPU seconds "
         f"over the {cores} cores"
     )
-    for c in concurrencies:
-        ours = runs[f"capture-{c}"]
+    theirs = crawls.theirs
+    for c in args.concurrencies:
+        ours = crawls.runs[f"capture-{c}"]
         secs = median(ours, "seconds")
         server_cpu, client_cpu = median(ours, "server_cpu"), median(ours, "cpu")
         floor = max(server_cpu / min(args.workers, cores), (server_cpu + client_cpu) / cores)
@@ -922,18 +924,52 @@ def main(argv: list[str] | None = None) -> int:
             f"(target {TARGET_RATIO:.0f}x: {verdict}); server {server_cpu:.2f} + crawler {client_cpu:.2f} "
             f"CPU s: floor {floor:.2f} s, so at most {theirs / floor:.2f}x; reached {floor / secs:.0%} of it"
         )
+
+
+def print_server_errors(errors: list[str]) -> None:
     if errors:
         print()
         print(f"the api-server logged {len(errors)} error line(s) (retried by the capture), the last ones:")
         print("\n".join(f"  {line}" for line in errors[-12:]))
-    for label, run, path in profiles:
+
+
+def print_profiles(profiles: list[tuple[str, Run, Path]]) -> None:
+    for what, run, path in profiles:
         print()
-        print(f"where the time goes in {label} ({run['seconds']:.2f} s, {path}):")
+        print(f"where the time goes in {what} ({run['seconds']:.2f} s, {path}):")
         print("\n".join(summarize_profile(path, run["seconds"], run["requests"])))
+
+
+def print_phases(phases: Phases) -> None:
     print()
     print("phases (s):")
-    for label, seconds in phases.items():
-        print(f"  {label:<48} {seconds:8.1f}")
+    for step, seconds in phases.items():
+        print(f"  {step:<48} {seconds:8.1f}")
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    print(f"machine: {machine()}")
+    print(load_note("at start"))
+    phases: Phases = {}
+    with tempfile.TemporaryDirectory(prefix="bench-vs-client-") as tmp_name:
+        tmp = Path(tmp_name)
+        plan = write_estate(args, tmp / "dags", phases)
+        python = install_client(args.client_venv or tmp / "client-venv", args.client, phases)
+        with api_server(args, tmp, phases) as server:
+            crawls = crawl(args, server, python, phases)
+    print(load_note("at end"))
+
+    problems = check(plan, crawls)
+    print_times(args, crawls)
+    print_cpu(crawls)
+    print_verdicts(args, crawls)
+    print_server_errors(crawls.errors)
+    print_profiles(crawls.profiles)
+    print_phases(phases)
     return 1 if problems else 0
 
 

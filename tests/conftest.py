@@ -11,7 +11,7 @@ import pytest
 os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="coremodels-tests-airflow-")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 
-from helpers import FIXTURES
+from support.helpers import FIXTURES
 
 
 @pytest.fixture
@@ -22,8 +22,8 @@ def fixtures() -> Path:
 @pytest.fixture(scope="session")
 def airflow_server():
     """A real Airflow 3.3 API server on 127.0.0.1 serving example_dags/estate, started once per session."""
-    from airflow_server import AirflowApiServer
-    from helpers import REPO
+    from support.airflow_server import AirflowApiServer
+    from support.helpers import REPO
 
     with AirflowApiServer(REPO / "example_dags" / "estate") as server:
         yield server

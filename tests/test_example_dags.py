@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from support.helpers import REPO
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import requests
-from counting_proxy import CountingProxy
-from replay_server import AirflowV1ReplayServer
 from requests.adapters import HTTPAdapter
+from support.counting_proxy import CountingProxy
+from support.replay_server import AirflowV1ReplayServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "airflow2"
 AUTH = ("admin", "admin-v1-pw")

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import artifact_paths
-from replay_server import AirflowV1ReplayServer
+from support.helpers import artifact_paths
+from support.replay_server import AirflowV1ReplayServer
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.cli.main import main

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import jwt
 import pytest
-from counting_proxy import CountingProxy
-from helpers import REPO, artifact_paths
+from support.counting_proxy import CountingProxy
+from support.helpers import REPO, artifact_paths
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.cli.main import main
@@ -255,7 +255,7 @@ def test_python_m_capture_with_an_undefined_connection_exits_2(capsys, tmp_path:
 @pytest.fixture(scope="module")
 def capped_server():
     """A second real server whose pages hold at most 2 items."""
-    from airflow_server import AirflowApiServer
+    from support.airflow_server import AirflowApiServer
 
     with AirflowApiServer(ESTATE, extra_env={"AIRFLOW__API__MAXIMUM_PAGE_LIMIT": "2"}) as server:
         yield server

@@ -6,7 +6,7 @@ import io
 from collections.abc import Iterator
 
 import pytest
-from local_http import ScriptedServer, json_reply
+from support.local_http import ScriptedServer, json_reply
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.capture.progress import ProgressReporter

@@ -16,13 +16,13 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from local_http import RESET, Received, Reply, ScriptedServer, delayed, json_reply, truncated
+from support.local_http import RESET, Received, Reply, ScriptedServer, delayed, json_reply, truncated
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
 from airflow_provider_coremodels.capture.client import NotFound
-from airflow_provider_coremodels.capture.retry import parse_retry_after
 from airflow_provider_coremodels.core import ABSENT
 from airflow_provider_coremodels.errors import AuthError, CaptureError
+from airflow_provider_coremodels.transport import parse_retry_after
 
 USERNAME = "admin"
 PASSWORD = "Pa55-w0rd-n0t-f0r-l0gs"  # distinctive, so a leak is found by a plain substring search

@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from airflow_provider_coremodels.capture.client import ApiSource, redact_url, strip_userinfo
+from airflow_provider_coremodels.capture.client import ApiSource
 from airflow_provider_coremodels.cli.main import main
 from airflow_provider_coremodels.errors import ConnectionConfigError
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 from airflow_provider_coremodels.hooks.connection_fields import base_url
+from airflow_provider_coremodels.transport import redact_url, strip_userinfo
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO, artifact_paths
+from support.helpers import REPO, artifact_paths
 
 from airflow_provider_coremodels.cli.main import main
 
@@ -115,7 +115,10 @@ def test_unreadable_tasks_and_datasets_are_lossiness(tmp_path: Path, capsys) -> 
     assert (code, err) == (0, "")
     messages = [(r["artifact"], r["message"]) for r in json.loads(out)["lossiness"]]
     assert messages == [
-        ("tasks", f"tasks artifact ignored: cannot read {tmp_path / 'nope.json'}: No such file or directory"),
+        (
+            "tasks",
+            f"tasks artifact ignored: {tmp_path / 'nope.json'} cannot be read: No such file or directory",
+        ),
         (
             "datasets",
             'datasets artifact ignored: unrecognized shape: expected {"assets": [...]}, '
@@ -293,3 +296,25 @@ def test_asset_extra_is_left_out_unless_asked_for(tmp_path: Path, capsys) -> Non
     _, out, _ = run(capsys, *args, "--include-asset-extra")
     asset = next(d for d in json.loads(out)["datasets"] if d["identity"] == "s3://x/y")
     assert asset["metadata"] == {"airflow.extra": '{"password":"hunter2","tier":1}'}
+
+
+@pytest.mark.parametrize("option", ["--dags", "--snapshot", "--baseline", "--waivers"])
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path, capsys, option: str) -> None:
+    """Inputs are read as regular files only: a FIFO with no writer would block the read forever."""
+    fifo = tmp_path / "input.fifo"
+    os.mkfifo(fifo)
+    args = ["audit", option, str(fifo)]
+    if option != "--dags" and option != "--snapshot":
+        args += ["--dags", str(REAL["dags"])]
+    code, out, err = run(capsys, *args)
+    assert (code, out) == (2, "")
+    assert err.endswith(f" {fifo} is not a regular file\n")
+    assert len(err.splitlines()) == 1
+
+
+def test_a_device_is_refused_as_tasks_artifact_with_a_lossiness_record(capsys) -> None:
+    """/dev/zero never ends: it is refused for what it is, not read until the limit."""
+    code, out, _ = run(capsys, "audit", *REAL_ARGS[:2], "--tasks", "/dev/zero", "--format", "json")
+    assert code == 0
+    [record] = [r for r in json.loads(out)["lossiness"] if r["artifact"] == "tasks"]
+    assert record["message"] == "tasks artifact ignored: /dev/zero is not a regular file"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from support.helpers import REPO
 
 pytestmark = pytest.mark.airflow_server
 

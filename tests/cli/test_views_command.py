@@ -10,13 +10,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from helpers import REPO, artifact_paths
+from support.helpers import REPO, SARIF_SCHEMA, artifact_paths
 
 from airflow_provider_coremodels.cli.main import main
 
 REAL = artifact_paths("airflow3")
 REAL_ARGS = ["--dags", str(REAL["dags"]), "--tasks", str(REAL["tasks"]), "--datasets", str(REAL["datasets"])]
-SCHEMA = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA = json.loads(SARIF_SCHEMA.read_text())
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

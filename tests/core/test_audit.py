@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from helpers import codes, document_for
+from support.helpers import codes, document_for
 
 from airflow_provider_coremodels.core import Baseline, audit, build_document, load_document, parse_artifacts
 from airflow_provider_coremodels.core.rules import MESSAGES

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import artifact_paths, recorded_document
 from hypothesis import given
 from hypothesis import strategies as st
+from support.helpers import artifact_paths, recorded_document
 
 from airflow_provider_coremodels.core import (
     audit,
@@ -219,3 +219,24 @@ def test_render_json_writes_exactly_what_json_dumps_would(value) -> None:
 def test_render_json_of_a_real_document() -> None:
     document = recorded_document()
     assert render_json(document) == json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def test_the_core_package_exports_what_its_type_stubs_say() -> None:
+    """The lazily loaded names of ``airflow_provider_coremodels.core`` and its type-checking imports agree."""
+    import ast
+    import inspect
+
+    import airflow_provider_coremodels.core as core
+
+    tree = ast.parse(inspect.getsource(core))
+    typed = {
+        alias.asname: node.module.rsplit(".", 1)[1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(core.__name__ + ".")
+        for alias in node.names
+    }
+    assert typed == core._MODULE_OF
+    for name in core.__all__:
+        assert getattr(core, name) is getattr(
+            __import__(f"{core.__name__}.{typed[name]}", fromlist=[name]), name
+        )

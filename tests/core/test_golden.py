@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import FIXTURES, artifact_paths
+from support.helpers import FIXTURES, artifact_paths
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
 

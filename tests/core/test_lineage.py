@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
-from helpers import document_for, recorded_document
+from support.helpers import document_for, recorded_document
 
 from airflow_provider_coremodels.core.lineage import LineageGraph, layout, to_dot, to_mermaid, to_svg
 from airflow_provider_coremodels.core.waivers import Waiver

@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import re
 
-from helpers import document_for, recorded_document, recorded_estate
+from support.helpers import document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document, load_document
 from airflow_provider_coremodels.core.markdown import render_markdown
@@ -32,11 +32,12 @@ def test_summary_findings_grouped_by_severity_and_the_diagram() -> None:
     assert "| `dag-no-owner` | `legacy_cleanup` | owners: airflow |" in warnings
     assert (
         "| `paused-producer` | `s3://lake/orders.parquet` | "
-        "producers: load\\_orders; active consumers: daily\\_revenue |"
-        in warnings
+        "producers: load\\_orders; active consumers: daily\\_revenue |" in warnings
     )
     assert "`dag-no-description`" in report[info:]
-    assert "Not evaluated: no baseline given." in section(report, "Drift since the baseline")
+    assert "Coverage and drift: not evaluated (no baseline given)." in section(
+        report, "Drift since the baseline"
+    )
     lineage = section(report, "Lineage")
     assert "```mermaid\nflowchart LR\n" in lineage
     assert '[("s3://lake/orders.parquet (1 finding)")]' in lineage
@@ -71,8 +72,7 @@ def test_drift_since_the_baseline() -> None:
     drift = section(report, "Drift since the baseline")
     assert (
         f"Against the baseline `{before['fingerprint']}`: "
-        "1 `dataset-removed`, 1 `dataset-unmapped`, 1 `field-type-drift`."
-        in drift
+        "1 `dataset-removed`, 1 `dataset-unmapped`, 1 `field-type-drift`." in drift
     )
     assert "| Warning | `field-type-drift` | `kept.a` | was BashOperator; now PythonOperator |" in drift
     assert "No conformance findings; drift is below." in report

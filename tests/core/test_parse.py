@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from helpers import document_for
+from support.helpers import document_for
 
 from airflow_provider_coremodels.core import parse_artifacts
 from airflow_provider_coremodels.core.parse import asset_name

@@ -10,20 +10,17 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import document_for, recorded_document, recorded_estate
+from support.helpers import SARIF_SCHEMA, document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document, load_document
 from airflow_provider_coremodels.core.rules import RULES
 from airflow_provider_coremodels.core.sarif import render_sarif
 from airflow_provider_coremodels.core.waivers import Waiver
 
-# The official OASIS schema (errata 01), shipped as test data.
-SCHEMA = Path(__file__).parent.parent / "data" / "sarif-schema-2.1.0.json"
-
 
 @cache
 def validator() -> jsonschema.Draft4Validator:
-    schema = json.loads(SCHEMA.read_text())
+    schema = json.loads(SARIF_SCHEMA.read_text())
     jsonschema.Draft4Validator.check_schema(schema)
     return jsonschema.Draft4Validator(schema)
 

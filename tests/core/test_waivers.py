@@ -6,11 +6,10 @@ import datetime as dt
 import json
 
 import pytest
-from helpers import recorded_estate
+from support.helpers import recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.core.audit import failing_findings
-from airflow_provider_coremodels.core.rules import MESSAGES
+from airflow_provider_coremodels.core.rules import MESSAGES, failing_findings
 from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers, waivers_from_value
 from airflow_provider_coremodels.errors import WaiverFileError
 

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from airflow_server import migrated_home
-from helpers import REPO
+from support import dag_test_runner
+from support.airflow_server import migrated_home
+from support.helpers import REPO
 
 pytestmark = pytest.mark.airflow_server
 
-RUNNER = Path(__file__).with_name("dag_test_runner.py")
+RUNNER = Path(dag_test_runner.__file__)
 CANARY = "canary-S3cr3t-pw-2f9c"
 
 

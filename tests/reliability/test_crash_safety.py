@@ -1,6 +1,6 @@
 """Crash safety of the file sink (issue 6, item 4): SIGKILL mid-write, and two exports at once.
 
-The writer is a separate process (``sink_writer.py``) pushing a stream of 0.3-1 MB snapshot
+The writer is a separate process (``support/sink_writer.py``) pushing a stream of 0.3-1 MB snapshot
 documents into one FileSink directory and printing a line before and after every push, so the
 test knows which document was in flight when it killed it. What may be left behind after a
 SIGKILL, and why it is accepted: ``write_atomic``'s temporary files (``.latest.json.*.tmp``
@@ -31,13 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reliability import sink_writer
+from support import sink_writer
 
 from airflow_provider_coremodels.atomic import write_atomic
 from airflow_provider_coremodels.core import load_document
 from airflow_provider_coremodels.core.document import encode
 from airflow_provider_coremodels.sinks import FileSink
-from airflow_provider_coremodels.sinks.base import history_name
+from airflow_provider_coremodels.sinks.layout import history_name
 
 WRITER = Path(sink_writer.__file__)
 SEED = 20261129

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
-from fault_proxy import ALL_FAULTS, FaultProxy
-from helpers import REPO
+from support.fault_proxy import ALL_FAULTS, FaultProxy
+from support.helpers import REPO
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
 from airflow_provider_coremodels.capture.crawl import CaptureSummary

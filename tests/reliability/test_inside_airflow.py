@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from local_http import ScriptedServer, delayed, json_reply
+from support.local_http import ScriptedServer, delayed, json_reply
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
 from airflow_provider_coremodels.errors import CaptureError

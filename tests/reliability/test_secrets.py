@@ -36,16 +36,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow_server import home_env, migrated_home
-from counting_proxy import CountingProxy
-from helpers import artifact_paths
-from local_http import BackgroundHTTPServer, Reply, ScriptedServer, json_reply
+from support.airflow_server import home_env, migrated_home
+from support.counting_proxy import CountingProxy
+from support.helpers import artifact_paths
+from support.local_http import BackgroundHTTPServer, Reply, ScriptedServer, json_reply
 
 from airflow_provider_coremodels.capture import RetryPolicy
 from airflow_provider_coremodels.cli.main import main
-from airflow_provider_coremodels.export import export
+from airflow_provider_coremodels.export import export, open_sink
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
-from airflow_provider_coremodels.sinks import open_sink
 
 needs_server = pytest.mark.airflow_server
 
@@ -429,12 +428,12 @@ with DAG(dag_id="coremodels_secrets", schedule=None, start_date=datetime(2026, 1
         )
 '''
 
-# tests/operators/dag_test_runner.py, for a DAG of many tasks: one TASK line per task instance.
+# tests/support/dag_test_runner.py, for a DAG of many tasks: one TASK line per task instance.
 # The operator has no retry setting, so the runner gives RetryPolicy the CLI runs' fast backoff and
 # budget: the unreachable and 503 rows then fail in seconds, not a minute each. Timing only.
 RUNNER = """
 import json, runpy, sys
-from airflow_provider_coremodels.capture.retry import RetryPolicy
+from airflow_provider_coremodels.transport import RetryPolicy
 RetryPolicy.__init__.__defaults__ = (6, 0.05, 0.2, float(sys.argv[2]))
 run = runpy.run_path(sys.argv[1])["dag"].test()
 for ti in run.get_task_instances():

@@ -16,15 +16,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers import artifact_paths, document_for
-from local_http import RESET, Received, Reply, ScriptedServer, json_reply
+from support.helpers import artifact_paths, document_for
+from support.local_http import RESET, Received, Reply, ScriptedServer, json_reply
 
-from airflow_provider_coremodels.capture.retry import RetryPolicy
 from airflow_provider_coremodels.core.document import Document, encode, for_storage
 from airflow_provider_coremodels.errors import SinkError
+from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.hooks.coremodels import CoreModelsHook
-from airflow_provider_coremodels.sinks import open_sink
 from airflow_provider_coremodels.sinks.endpoint import EndpointSink
+from airflow_provider_coremodels.transport import RetryPolicy
 
 TOKEN = "cm-canary-T0ken-7f3a9c2e51b8"  # distinctive, so a leak is found by a plain substring search
 USERINFO_PASSWORD = "us3r-inf0-Pa55-canary"

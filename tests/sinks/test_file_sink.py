@@ -8,11 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import document_for
+from support.helpers import document_for
 
 from airflow_provider_coremodels.core.document import encode
 from airflow_provider_coremodels.errors import SinkError
-from airflow_provider_coremodels.sinks import FileSink, open_sink
+from airflow_provider_coremodels.export import open_sink
+from airflow_provider_coremodels.sinks import FileSink
 
 DAGS = [{"dag_id": "a", "description": "A", "owners": ["team"], "is_paused": False}]
 

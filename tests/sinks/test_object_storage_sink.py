@@ -20,13 +20,14 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from helpers import document_for
 from moto import settings as moto_settings
 from moto.server import ThreadedMotoServer
+from support.helpers import document_for
 
 from airflow_provider_coremodels.core.document import encode, for_storage
 from airflow_provider_coremodels.errors import SinkError
-from airflow_provider_coremodels.sinks import ObjectStorageSink, open_sink
+from airflow_provider_coremodels.export import open_sink
+from airflow_provider_coremodels.sinks import ObjectStorageSink
 
 BUCKET = "coremodels-snapshots"
 REGION = "us-east-1"

@@ -4,7 +4,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from browser import Browser, find_chromium
+from support.browser import Browser, find_chromium
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi.testclient import TestClient
-from helpers import recorded_estate
+from support.helpers import recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document
 from airflow_provider_coremodels.sinks.directory import FileSink

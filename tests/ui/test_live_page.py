@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 import requests
-from airflow_server import AirflowApiServer
-from browser import Browser
-from helpers import REPO
+from support.airflow_server import AirflowApiServer
+from support.browser import Browser
+from support.helpers import REPO
 
 pytestmark = pytest.mark.airflow_server
 

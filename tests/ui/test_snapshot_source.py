@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import recorded_estate
+from support.helpers import recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.sinks import directory
 from airflow_provider_coremodels.sinks.directory import FileSink
 from airflow_provider_coremodels.ui.source import HISTORY, LATEST, Problem, Snapshot, read_snapshot
 
@@ -33,10 +32,6 @@ def snapshot(location: str | Path) -> Snapshot:
     found = read_snapshot(str(location))
     assert isinstance(found, Snapshot), found
     return found
-
-
-def test_the_layout_is_the_file_sinks() -> None:
-    assert (LATEST, HISTORY) == (directory.LATEST, directory.HISTORY)
 
 
 @pytest.mark.parametrize("location", ["", "   "])

@@ -2,7 +2,7 @@
 
 Usage::
 
-    from browser import Browser, find_chromium
+    from support.browser import Browser, find_chromium
 
     with Browser(find_chromium()) as browser:
         browser.set_cookie("_token", token, url=base_url)

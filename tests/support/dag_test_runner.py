@@ -1,8 +1,8 @@
 """Run one DAG file's DAG with ``dag.test()`` and print its run state and the task's XCom.
 
-Used by the operator tests in a subprocess, so the run gets its own Airflow home and database
-(the process that runs a DAG is not the deployment it exports). Prints two marker lines:
-``STATE <dag run state> <task state>`` and ``XCOM <json>``.
+Run by ``tests/operators/test_export_operator.py`` in a subprocess, so the run gets its own
+Airflow home and database (the process that runs a DAG is not the deployment it exports).
+Prints two marker lines: ``STATE <dag run state> <task state>`` and ``XCOM <json>``.
 """
 
 from __future__ import annotations

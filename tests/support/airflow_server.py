@@ -2,7 +2,7 @@
 
 Usage::
 
-    from airflow_server import AirflowApiServer
+    from support.airflow_server import AirflowApiServer
 
     with AirflowApiServer("example_dags/estate") as server:
         response = server.get("/api/v2/dags", limit=100)
@@ -13,7 +13,7 @@ and writes DAGs, tags, owners, paused state and asset rows to the database), the
 ``airflow api-server`` in its own process group and waits until ``/api/v2/version`` answers.
 The server is always stopped on exit, also on exceptions and KeyboardInterrupt.
 
-Runnable as a script to time a start-up: ``python tests/airflow_server.py [DAGS_FOLDER]``.
+Runnable as a script to time a start-up: ``python tests/support/airflow_server.py [DAGS_FOLDER]``.
 """
 
 from __future__ import annotations
@@ -337,7 +337,7 @@ if __name__ == "__main__":
     folder = (
         sys.argv[1]
         if len(sys.argv) > 1
-        else str(Path(__file__).resolve().parents[1] / "example_dags" / "estate")
+        else str(Path(__file__).resolve().parents[2] / "example_dags" / "estate")
     )
     with AirflowApiServer(folder) as server:
         version = server.get("/api/v2/version").json()

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the harness: tests/support/
 
-from airflow_server import AirflowApiServer
+from support.airflow_server import AirflowApiServer
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "coremodels-out"

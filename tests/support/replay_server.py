@@ -4,7 +4,7 @@ No Airflow 2 server runs in this project, so tests that need to talk to an Airfl
 talk to this instead. It serves the files in ``tests/fixtures/airflow2/`` on 127.0.0.1, on a
 port picked by the operating system, from a background thread::
 
-    from replay_server import AirflowV1ReplayServer
+    from support.replay_server import AirflowV1ReplayServer
 
     with AirflowV1ReplayServer(max_page_limit=2) as server:
         response = requests.get(f"{server.base_url}/api/v1/dags", auth=("admin", "admin-v1-pw"))
@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from local_http import BackgroundHTTPServer, RequestHandler
+from support.local_http import BackgroundHTTPServer, RequestHandler
 
 AIRFLOW_VERSION = "2.10.5"
-DEFAULT_FIXTURES_DIR = Path(__file__).parent / "fixtures" / "airflow2"
+DEFAULT_FIXTURES_DIR = Path(__file__).parent.parent / "fixtures" / "airflow2"
 DEFAULT_PAGE_LIMIT = 100
 # The extra entries ``total_entries`` reports for datasets when it "ignores filters".
 DATASETS_OVERCOUNT = 2

@@ -3,7 +3,7 @@
 Put it between a client and a server to see how many calls the client makes (to check paging,
 caching or connection reuse) without changing either side::
 
-    from counting_proxy import CountingProxy
+    from support.counting_proxy import CountingProxy
 
     with AirflowV1ReplayServer() as airflow, CountingProxy(airflow.base_url) as proxy:
         client = SomeClient(proxy.base_url)
@@ -27,7 +27,7 @@ import http.client
 from typing import Any
 from urllib.parse import urlsplit
 
-from local_http import BackgroundHTTPServer, RequestHandler
+from support.local_http import BackgroundHTTPServer, RequestHandler
 
 # Headers that describe one connection, not the message (RFC 9110 section 7.6.1); never forwarded.
 HOP_BY_HOP_HEADERS = frozenset(

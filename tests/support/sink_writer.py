@@ -1,8 +1,9 @@
 """Push a stream of large snapshot documents into one FileSink directory, reporting each push.
 
-Run by ``test_crash_safety.py`` as a separate process, so the test can SIGKILL it mid-write::
+Run by ``tests/reliability/test_crash_safety.py`` as a separate process, so the test can SIGKILL
+it mid-write::
 
-    python sink_writer.py ROOT STREAM START COUNT
+    python tests/support/sink_writer.py ROOT STREAM START COUNT
 
 pushes documents ``START .. START+COUNT-1`` of ``STREAM`` into the FileSink at ROOT. Each
 document is the recorded Airflow 3 estate (``tests/fixtures/airflow3``) copied 50 to 150 times

@@ -2,9 +2,9 @@
 
 Run from the repository root::
 
-    python tests/record_fixtures.py
+    python dev/record_fixtures.py
 
-Starts a real API server (see airflow_server.py) on example_dags/estate and writes
+Starts a real API server (see tests/support/airflow_server.py) on example_dags/estate and writes
 tests/fixtures/airflow3/{version,dags,tasks,datasets}.json. Response bodies are saved byte for
 byte; tasks.json splices each DAG's raw /tasks body into one JSON object keyed by dag_id.
 """
@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the harness: tests/support/
 
-from airflow_server import AirflowApiServer
+from support.airflow_server import AirflowApiServer
 
 REPO = Path(__file__).resolve().parents[1]
 DAGS_FOLDER = REPO / "example_dags" / "estate"

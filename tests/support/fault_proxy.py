@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from counting_proxy import CountingProxy, _ProxyHandler
+from support.counting_proxy import CountingProxy, _ProxyHandler
 
 STATUS_FAULTS = ("429", "500", "502", "503", "504")
 ALL_FAULTS = (*STATUS_FAULTS, "reset", "slow", "truncated")

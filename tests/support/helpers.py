@@ -8,8 +8,11 @@ from typing import Any
 
 from airflow_provider_coremodels.core import Estate, audit, build_document, parse_artifacts
 
-FIXTURES = Path(__file__).parent / "fixtures"
-REPO = Path(__file__).parent.parent
+TESTS = Path(__file__).parent.parent
+REPO = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+# The official OASIS SARIF 2.1.0 schema (errata 01), shipped as test data.
+SARIF_SCHEMA = FIXTURES / "schemas" / "sarif-schema-2.1.0.json"
 
 
 def artifact_paths(generation: str) -> dict[str, Path]:
