@@ -39,4 +39,3 @@ class Sink(abc.ABC):
     @abc.abstractmethod
     def push(self, document: Document) -> SinkResult:
         """Store ``document`` (cut down to what may be stored when it is over the cap)."""
-

@@ -1,7 +1,7 @@
 """Where the file and object-storage sinks keep snapshots, and how the UI page finds them again.
 
-    <root>/latest.json                                the newest document stored whole: the baseline
-    <root>/history/<capturedAt>-<fingerprint>.json    every document stored, one file each
+- ``<root>/latest.json``: the newest document stored whole, the baseline of the next export;
+- ``<root>/history/<capturedAt>-<fingerprint>.json``: every document stored, one file each.
 """
 
 from __future__ import annotations
