@@ -7,13 +7,16 @@ whole audit runs in time linear in the estate.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.model import ASSET, DAG, Dataset, Estate, Finding
+from airflow_provider_coremodels.core.conditions import AssetIndex, ConditionError, from_text
+from airflow_provider_coremodels.core.conflicts import AssetConflict, read_conflicts
+from airflow_provider_coremodels.core.model import ASSET, DAG, VIA_ALIAS, Dataset, Edge, Estate, Finding
 from airflow_provider_coremodels.core.rules import make_finding
 from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
 
@@ -77,24 +80,62 @@ def audit(
 
 # -- conformance --------------------------------------------------------------------------
 
+#: Airflow 3 loads its own example DAGs (``[core] load_examples``) as a bundle of this name;
+#: Airflow 2 from its package's example_dags folder.
+EXAMPLES_BUNDLE = "example_dags"
+_AIRFLOW2_EXAMPLES = "/airflow/example_dags/"
+
+
+@dataclass(frozen=True, slots=True)
+class Sides:
+    """An asset's producing and consuming edges."""
+
+    producers: list[Edge] = dataclasses.field(default_factory=list)
+    consumers: list[Edge] = dataclasses.field(default_factory=list)
+
+    def producer_ids(self) -> set[str]:
+        return {edge.dag_id for edge in self.producers}
+
+    def consumer_ids(self) -> set[str]:
+        return {edge.dag_id for edge in self.consumers}
+
 
 def conformance(estate: Estate) -> Iterator[Finding]:
     dags = {d.identity: d for d in estate.datasets if d.materialization == DAG}
-    for dag in dags.values():
+    examples = sorted(dag_id for dag_id, dag in dags.items() if is_airflow_example(dag))
+    for dag_id, dag in dags.items():
+        if dag_id in examples:
+            continue  # Airflow's code, not the team's: one examples-loaded finding says so
         if finding := dag_no_description(dag):
             yield finding
         if finding := dag_no_owner(dag):
             yield finding
-    producers, consumers = lineage_sides(estate)
+    if examples:
+        yield examples_loaded(examples)
+    sides = lineage_sides(estate)
+    alternatives = alternative_inputs(estate)
     for asset in estate.datasets:
         if asset.materialization != ASSET:
             continue
-        asset_producers = producers.get(asset.identity, [])
-        asset_consumers = consumers.get(asset.identity, [])
-        if finding := asset_unproduced(asset.identity, asset_producers, asset_consumers, dags):
+        asset_sides = sides.get(asset.identity, Sides())
+        if finding := asset_unproduced(asset, asset_sides, dags, alternatives):
             yield finding
-        if finding := paused_producer(asset.identity, asset_producers, asset_consumers, dags):
+        if finding := paused_producer(asset, asset_sides, dags, alternatives):
             yield finding
+    yield from asset_conflicts(dags)
+
+
+def is_airflow_example(dag: Dataset) -> bool:
+    bundle = dag.metadata.get("airflow.bundle")
+    if bundle is not None:
+        return bundle == EXAMPLES_BUNDLE
+    return _AIRFLOW2_EXAMPLES in (dag.physical_name or "")
+
+
+def examples_loaded(dag_ids: list[str]) -> Finding:
+    shown = ", ".join(dag_ids[:5]) + (", ..." if len(dag_ids) > 5 else "")
+    count = f"{len(dag_ids)} example DAG{'s' if len(dag_ids) != 1 else ''}"
+    return make_finding("examples-loaded", EXAMPLES_BUNDLE, f"{count}: {shown}")
 
 
 def dag_no_description(dag: Dataset) -> Finding | None:
@@ -113,47 +154,95 @@ def dag_no_owner(dag: Dataset) -> Finding | None:
 
 
 def asset_unproduced(
-    uri: str, producers: list[str], consumers: list[str], dags: Mapping[str, Dataset]
+    asset: Dataset, sides: Sides, dags: Mapping[str, Dataset], alternatives: Mapping[str, set[str]]
 ) -> Finding | None:
-    """Consumed by a described DAG, yet no producing edge at all (external producers count)."""
-    described = sorted(c for c in consumers if c in dags)
-    if producers or not described:
+    """Consumed by a described DAG, and nothing can update it: no producing edge (external
+    producers count), no watcher, no alias that a DAG writes through."""
+    described = sorted(c for c in sides.consumer_ids() if c in dags)
+    if sides.producers or not described or _updated_from_outside(asset) or _aliases(asset):
         return None
-    return make_finding("asset-unproduced", uri, "consumers: " + ", ".join(described))
+    detail = "consumers: " + ", ".join(described) + _alternative_note(asset.identity, described, alternatives)
+    return make_finding("asset-unproduced", asset.identity, detail)
 
 
 def paused_producer(
-    uri: str, producers: list[str], consumers: list[str], dags: Mapping[str, Dataset]
+    asset: Dataset, sides: Sides, dags: Mapping[str, Dataset], alternatives: Mapping[str, set[str]]
 ) -> Finding | None:
-    """Every producer paused, some consumer active. External DAGs are unknown: never assumed either."""
-    if not producers or not all(p in dags and dags[p].paused for p in producers):
+    """Every producer paused, some consumer active.
+
+    External DAGs are unknown: never assumed paused or active. A watcher keeps the asset fresh
+    whatever its DAGs do. A producer that writes through an alias counts as a producer; where
+    nothing names who writes through the asset's aliases (the parse's lossiness says so), the
+    rule cannot know that every producer is paused, and does not claim it.
+    """
+    producers = sides.producer_ids()
+    if not producers or _updated_from_outside(asset):
         return None
-    active = sorted(c for c in consumers if c in dags and not dags[c].paused)
+    if _aliases(asset) and not any((e.via or "").startswith(VIA_ALIAS) for e in sides.producers):
+        return None
+    if not all(p in dags and dags[p].paused for p in producers):
+        return None
+    active = sorted(c for c in sides.consumer_ids() if c in dags and not dags[c].paused)
     if not active:
         return None
     detail = f"producers: {', '.join(sorted(producers))}; active consumers: {', '.join(active)}"
-    return make_finding("paused-producer", uri, detail)
+    return make_finding(
+        "paused-producer", asset.identity, detail + _alternative_note(asset.identity, active, alternatives)
+    )
 
 
-def lineage_sides(estate: Estate) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Map each asset URI to its producing and consuming dag_ids, read off the lineage edges.
+def asset_conflicts(dags: Mapping[str, Dataset]) -> Iterator[Finding]:
+    """One finding per asset Airflow refused, read off its own DAG warnings on the DAGs that name it."""
+    by_conflict: dict[AssetConflict, set[str]] = defaultdict(set)
+    for dag_id, dag in dags.items():
+        conflicts, _ = read_conflicts(dag.metadata.get("airflow.assetConflict", ""))
+        for conflict in conflicts:
+            by_conflict[conflict].add(dag_id)
+    for conflict, dag_ids in by_conflict.items():
+        detail = f"{conflict.describe()}; DAGs naming it: {', '.join(sorted(dag_ids))}"
+        yield make_finding("asset-conflict", conflict.uri, detail)
 
-    An edge names two identities and its direction says which end is the asset: a producing
-    edge is (asset, DAG), a consuming one (DAG, asset), where the DAG end is a described DAG
-    or marked external. That tells the two apart even when an asset's URI is also a dag_id
-    (``Asset("orders")`` beside a DAG ``orders``); only an edge whose two ends are both names
-    of both kinds stays ambiguous, and is read as producing.
-    """
-    assets = {d.identity for d in estate.datasets if d.materialization == ASSET}
-    dags = {d.identity for d in estate.datasets if d.materialization == DAG}
-    producers: dict[str, list[str]] = defaultdict(list)
-    consumers: dict[str, list[str]] = defaultdict(list)
+
+def _updated_from_outside(asset: Dataset) -> bool:
+    """A watcher (an event-driven trigger) updates the asset from outside Airflow's DAGs."""
+    return asset.metadata.get("airflow.watched") == "true"
+
+
+def _aliases(asset: Dataset) -> list[str]:
+    return [alias for alias in asset.metadata.get("airflow.aliases", "").split(",") if alias]
+
+
+def _alternative_note(uri: str, consumers: list[str], alternatives: Mapping[str, set[str]]) -> str:
+    """Which of these consumers have the asset as one alternative among others: they still run
+    without it. The rest require it (a schedule on it alone, or on it and others with ``&``)."""
+    optional = [dag_id for dag_id in consumers if uri in alternatives.get(dag_id, ())]
+    return f"; only an alternative input of: {', '.join(optional)}" if optional else ""
+
+
+def alternative_inputs(estate: Estate) -> dict[str, set[str]]:
+    """For each DAG scheduled on a condition, the assets it names only as alternatives (``|``)."""
+    index = AssetIndex((d.identity, d.metadata) for d in estate.datasets if d.materialization == ASSET)
+    alternatives: dict[str, set[str]] = {}
+    for dag in estate.datasets:
+        text = dag.metadata.get("airflow.assetCondition") if dag.materialization == DAG else None
+        if not text:
+            continue
+        try:
+            condition = from_text(text)
+        except ConditionError:
+            continue  # a hand-edited document: the condition says nothing this version can read
+        if optional := index.alternatives(condition):
+            alternatives[dag.identity] = optional
+    return alternatives
+
+
+def lineage_sides(estate: Estate) -> dict[str, Sides]:
+    """Each asset's producing and consuming edges: every edge names which of its ends is the asset."""
+    sides: dict[str, Sides] = defaultdict(Sides)
     for edge in estate.lineage:
-        if edge.dependent in assets and (edge.external or edge.depends_on in dags):
-            producers[edge.dependent].append(edge.depends_on)  # the asset depends on its producer
-        elif edge.depends_on in assets and (edge.external or edge.dependent in dags):
-            consumers[edge.depends_on].append(edge.dependent)  # the DAG depends on what it consumes
-    return producers, consumers
+        side = sides[edge.asset]
+        (side.producers if edge.producing else side.consumers).append(edge)
+    return sides
 
 
 # -- coverage and drift -------------------------------------------------------------------

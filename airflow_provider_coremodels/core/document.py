@@ -18,9 +18,12 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.audit import AuditResult, Baseline
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.model import (
+    ASSET,
     CAPABILITIES,
     CONNECTOR,
+    DAG,
     FIELD_TYPE,
+    READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
     Dataset,
     Edge,
@@ -28,6 +31,7 @@ from airflow_provider_coremodels.core.model import (
     Field,
     Finding,
     Lossiness,
+    Materialization,
     State,
 )
 from airflow_provider_coremodels.errors import SnapshotDocumentError
@@ -64,6 +68,20 @@ def dataset_json(dataset: Dataset) -> dict[str, Any]:
 
 
 def edge_json(edge: Edge) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "dependent": edge.dependent,
+        "dependentKind": edge.dependent_kind,
+        "dependsOn": edge.depends_on,
+        "dependsOnKind": edge.depends_on_kind,
+        "external": edge.external,
+    }
+    if edge.via is not None:
+        out["via"] = edge.via
+    return out
+
+
+def edge_json_v1(edge: Edge) -> dict[str, Any]:
+    """An edge as version 1 documents wrote it (no kinds): to check their stored fingerprints."""
     return {"dependent": edge.dependent, "dependsOn": edge.depends_on, "external": edge.external}
 
 
@@ -195,10 +213,10 @@ def load_document(data: bytes | str) -> StoredSnapshot:
     reader = _Reader()
     if doc.get("connector") != CONNECTOR:
         raise SnapshotDocumentError(f'has connector {json.dumps(doc.get("connector"))}, expected "airflow"')
-    if doc.get("schemaVersion") != SCHEMA_VERSION:
-        raise SnapshotDocumentError(
-            f"has schemaVersion {json.dumps(doc.get('schemaVersion'))}; this version reads {SCHEMA_VERSION}"
-        )
+    version = doc.get("schemaVersion")
+    if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
+        readable = " and ".join(str(v) for v in READABLE_SCHEMA_VERSIONS)
+        raise SnapshotDocumentError(f"has schemaVersion {json.dumps(version)}; this version reads {readable}")
     raw_state = reader.obj(doc.get("state", {}), "state")
     state = State(
         connector_version=reader.opt_str(raw_state, "connectorVersion", "state") or "unknown",
@@ -213,18 +231,23 @@ def load_document(data: bytes | str) -> StoredSnapshot:
     datasets = [
         reader.dataset(raw, f"datasets[{i}]") for i, raw in enumerate(reader.arr(doc["datasets"], "datasets"))
     ]
-    lineage = [
-        reader.edge(raw, f"lineage[{i}]") for i, raw in enumerate(reader.arr(doc["lineage"], "lineage"))
-    ]
     lossiness = [
         reader.lossiness(raw, f"lossiness[{i}]")
         for i, raw in enumerate(reader.arr(doc.get("lossiness", []), "lossiness"))
     ]
     # Cap records describe how that document was stored; the next document decides its own.
     lossiness = [r for r in lossiness if r.artifact != "snapshot"]
+    raw_lineage = reader.arr(doc["lineage"], "lineage")
+    if version == 1:
+        lineage = _v1_edges(raw_lineage, datasets, reader, lossiness)
+        lineage.sort(key=lambda e: (e.dependent, e.depends_on))
+        as_stored = edge_json_v1
+    else:
+        lineage = [reader.edge(raw, f"lineage[{i}]") for i, raw in enumerate(raw_lineage)]
+        lineage.sort(key=lambda e: e.key)
+        as_stored = edge_json
     datasets.sort(key=lambda d: (d.materialization, d.identity))
-    lineage.sort(key=lambda e: (e.dependent, e.depends_on))
-    actual = fingerprint([dataset_json(d) for d in datasets], [edge_json(e) for e in lineage])
+    actual = fingerprint([dataset_json(d) for d in datasets], [as_stored(e) for e in lineage])
     if stored_fingerprint is not None and stored_fingerprint != actual:
         lossiness.append(
             Lossiness(
@@ -233,8 +256,34 @@ def load_document(data: bytes | str) -> StoredSnapshot:
                 "the document was edited after it was written",
             )
         )
+    lineage.sort(key=lambda e: e.key)
     estate = Estate(tuple(datasets), tuple(lineage), state, tuple(lossiness))
     return StoredSnapshot(stored_fingerprint, state, estate)
+
+
+def _v1_edges(
+    raw_lineage: list[Any], datasets: list[Dataset], reader: _Reader, lossiness: list[Lossiness]
+) -> list[Edge]:
+    """Version 1 edges named no kinds: read them as version 1 did. The asset end is the one that
+    is an asset while the other is a described DAG or the edge is external; an edge whose two
+    ends are both names of both kinds is read as producing, as version 1 read it."""
+    assets = {d.identity for d in datasets if d.materialization == ASSET}
+    dags = {d.identity for d in datasets if d.materialization == DAG}
+    edges = []
+    for i, raw in enumerate(raw_lineage):
+        where = f"lineage[{i}]"
+        raw = reader.obj(raw, where)
+        dependent, depends_on = reader.text(raw, "dependent", where), reader.text(raw, "dependsOn", where)
+        external = reader.flag(raw, "external", where)
+        if dependent in assets and (external or depends_on in dags):
+            edges.append(Edge.produces(depends_on, dependent, external=external))
+        elif depends_on in assets and (external or dependent in dags):
+            edges.append(Edge.consumes(dependent, depends_on, external=external))
+        else:
+            lossiness.append(
+                Lossiness("snapshot", f"{where} joins no DAG to an asset of the document; skipped")
+            )
+    return edges
 
 
 class _Reader:
@@ -308,12 +357,34 @@ class _Reader:
             tags=self.strings(raw, "tags", where),
         )
 
+    def flag(self, raw: dict[str, Any], key: str, where: str) -> bool:
+        value = raw.get(key, False)
+        if not isinstance(value, bool):
+            raise self.fail(f"{where}.{key}", "expected true or false")
+        return value
+
+    def kind(self, raw: dict[str, Any], key: str, where: str) -> Materialization:
+        value = raw.get(key)
+        if value == DAG:
+            return DAG
+        if value == ASSET:
+            return ASSET
+        raise self.fail(f"{where}.{key}", 'expected "dag" or "asset"')
+
     def edge(self, raw: Any, where: str) -> Edge:
         raw = self.obj(raw, where)
-        external = raw.get("external", False)
-        if not isinstance(external, bool):
-            raise self.fail(f"{where}.external", "expected true or false")
-        return Edge(self.text(raw, "dependent", where), self.text(raw, "dependsOn", where), external)
+        dependent_kind = self.kind(raw, "dependentKind", where)
+        depends_on_kind = self.kind(raw, "dependsOnKind", where)
+        if dependent_kind == depends_on_kind:
+            raise self.fail(where, "an edge joins a DAG and an asset")
+        return Edge(
+            self.text(raw, "dependent", where),
+            dependent_kind,
+            self.text(raw, "dependsOn", where),
+            depends_on_kind,
+            self.flag(raw, "external", where),
+            self.opt_str(raw, "via", where),
+        )
 
     def lossiness(self, raw: Any, where: str) -> Lossiness:
         raw = self.obj(raw, where)

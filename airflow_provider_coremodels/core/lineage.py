@@ -38,6 +38,7 @@ class Node:
     paused: bool = False
     findings: tuple[str, ...] = ()  # open (unwaived) finding codes about this node
     severity: str | None = None  # the highest of them
+    watched: bool = False  # an asset a watcher (an event-driven trigger) updates from outside
 
     @property
     def key(self) -> str:
@@ -49,6 +50,8 @@ class Node:
             marks.append("paused")
         if self.kind == "external":
             marks.append("external")
+        if self.watched:
+            marks.append("watched")
         if self.findings:
             count = len(self.findings)
             marks.append(f"{count} finding{'s' if count != 1 else ''}")
@@ -57,11 +60,16 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class LineageGraph:
-    """Nodes in (kind, id) order and edges as (source key, target key) in the direction of the data."""
+    """Nodes in (kind, id) order and edges as (source key, target key) in the direction of the data.
+
+    ``via`` says how an edge was learned where it was not a plain producing task or schedule
+    (an alias, an ``Asset.ref``, a task inlet): the drawings dash such edges and label them.
+    """
 
     nodes: tuple[Node, ...]
     edges: tuple[tuple[str, str], ...]
     hidden_dags: tuple[str, ...] = ()  # described DAGs with no asset lineage, not drawn
+    via: Mapping[tuple[str, str], str] = field(default_factory=dict)
     _index: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -93,37 +101,33 @@ class LineageGraph:
         for dataset in document["datasets"]:
             identity = dataset["identity"]
             if dataset["materialization"] == "asset":
-                assets[identity] = _node(identity, "asset", False, open_findings)
+                watched = dataset.get("metadata", {}).get("airflow.watched") == "true"
+                assets[identity] = _node(identity, "asset", False, open_findings, watched=watched)
             else:
                 paused = dataset.get("metadata", {}).get("airflow.paused") == "true"
                 described[identity] = _node(identity, "dag", paused, open_findings)
 
         externals: dict[str, Node] = {}
         edges: set[tuple[str, str]] = set()
+        vias: dict[tuple[str, str], str] = {}
         for edge in document["lineage"]:
-            dependent, depends_on, external = (
-                edge["dependent"],
-                edge["dependsOn"],
-                edge.get("external", False),
-            )
-            # The same reading as the audit's lineage_sides: the asset end is the one that is
-            # an asset while the other end is a described or external DAG.
-            if dependent in assets and (external or depends_on in described):
-                dag_id, asset_id, producing = depends_on, dependent, True
-            elif depends_on in assets and (external or dependent in described):
-                dag_id, asset_id, producing = dependent, depends_on, False
-            else:
+            sides = _edge_sides(edge, assets, described)
+            if sides is None:
                 continue  # neither end is an asset: nothing the picture can place
+            dag_id, asset_id, producing = sides
             if dag_id not in described and dag_id not in externals:
                 externals[dag_id] = _node(dag_id, "external", False, open_findings)
             dag_key, asset_key = _key("dag", dag_id), _key("asset", asset_id)
-            edges.add((dag_key, asset_key) if producing else (asset_key, dag_key))
+            pair = (dag_key, asset_key) if producing else (asset_key, dag_key)
+            edges.add(pair)
+            if edge.get("via"):
+                vias[pair] = str(edge["via"])
 
         linked = {key for edge in edges for key in edge}
         nodes = [n for n in described.values() if n.key in linked]
         nodes += [*externals.values(), *assets.values()]
         hidden = sorted(dag_id for dag_id, n in described.items() if n.key not in linked)
-        return cls(_sorted(nodes), tuple(sorted(edges)), tuple(hidden))
+        return cls(_sorted(nodes), tuple(sorted(edges)), tuple(hidden), vias)
 
     def neighbourhood(self, center: str, depth: int = 2) -> LineageGraph:
         """What lies within ``depth`` edges of the DAG or asset ``center``, in either direction.
@@ -154,7 +158,7 @@ class LineageGraph:
                     queue.append(other)
         nodes = tuple(n for n in self.nodes if n.key in distance)
         edges = tuple(e for e in self.edges if e[0] in distance and e[1] in distance)
-        return LineageGraph(nodes, edges)
+        return LineageGraph(nodes, edges, via={e: self.via[e] for e in edges if e in self.via})
 
     def summary(self) -> str:
         counts: dict[str, int] = defaultdict(int)
@@ -172,6 +176,31 @@ class LineageGraph:
         return line
 
 
+def _edge_sides(
+    edge: Mapping[str, Any], assets: Mapping[str, Node], described: Mapping[str, Node]
+) -> tuple[str, str, bool] | None:
+    """(dag_id, asset URI, producing) of a document's edge, or None when it joins no asset.
+
+    A version 2 edge names the kind of each end. A version 1 edge (a stored snapshot read by
+    the UI page) is read as version 1 did: the asset end is the one that is an asset while the
+    other end is a described or an external DAG.
+    """
+    dependent, depends_on = edge["dependent"], edge["dependsOn"]
+    kind = edge.get("dependentKind")
+    if kind == "asset" and dependent in assets:
+        return depends_on, dependent, True
+    if kind == "dag" and depends_on in assets:
+        return dependent, depends_on, False
+    if kind is not None:
+        return None
+    external = edge.get("external", False)
+    if dependent in assets and (external or depends_on in described):
+        return depends_on, dependent, True
+    if depends_on in assets and (external or dependent in described):
+        return dependent, depends_on, False
+    return None
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
@@ -181,11 +210,18 @@ def _key(kind: str, identity: str) -> str:
     return f"{'asset' if kind == 'asset' else 'dag'}:{identity}"
 
 
-def _node(identity: str, kind: NodeKind, paused: bool, findings: Mapping[str, list[dict[str, Any]]]) -> Node:
+def _node(
+    identity: str,
+    kind: NodeKind,
+    paused: bool,
+    findings: Mapping[str, list[dict[str, Any]]],
+    *,
+    watched: bool = False,
+) -> Node:
     about = findings.get(_key(kind, identity), [])
     codes = tuple(sorted({f["code"] for f in about}))
     severity = max((f["severity"] for f in about), key=severity_rank, default=None)
-    return Node(identity, kind, paused, codes, severity)
+    return Node(identity, kind, paused, codes, severity, watched)
 
 
 def _sorted(nodes: Iterable[Node]) -> tuple[Node, ...]:
@@ -212,7 +248,10 @@ def to_mermaid(graph: LineageGraph) -> str:
         text = _mermaid_text(node.label())
         shape = f'[("{text}")]' if node.kind == "asset" else f'["{text}"]'
         lines.append(f"  {ids[node.key]}{shape}")
-    lines.extend(f"  {ids[source]} --> {ids[target]}" for source, target in graph.edges)
+    for source, target in graph.edges:
+        via = graph.via.get((source, target))
+        arrow = f"-.->|{_mermaid_text(via).replace('|', '#124;')}|" if via else "-->"
+        lines.append(f"  {ids[source]} {arrow} {ids[target]}")
     lines.extend(f"  {line}" for line in _MERMAID_CLASSES)
     for cls, members in _classes(graph).items():
         if members:
@@ -270,7 +309,10 @@ def to_dot(graph: LineageGraph) -> str:
         attrs["style"] = ",".join(style)
         rendered = ", ".join(f"{name}={_dot_string(value)}" for name, value in attrs.items())
         lines.append(f"  {_dot_string(node.key)} [{rendered}];")
-    lines.extend(f"  {_dot_string(s)} -> {_dot_string(t)};" for s, t in graph.edges)
+    for source, target in graph.edges:
+        via = graph.via.get((source, target))
+        edge_attrs = f" [style=dashed, label={_dot_string(via)}]" if via else ""
+        lines.append(f"  {_dot_string(source)} -> {_dot_string(target)}{edge_attrs};")
     lines.append("}")
     return "\n".join(lines)
 
@@ -292,6 +334,7 @@ _MAX_LABEL = 36
 _SVG_STYLE = """
 .coremodels-lineage text { font: 12px system-ui, -apple-system, "Segoe UI", sans-serif; fill: #1f2328; }
 .coremodels-lineage .edge { fill: none; stroke: #8c959f; stroke-width: 1.4; }
+.coremodels-lineage .edge.via { stroke-dasharray: 5 3; }
 .coremodels-lineage .node rect { stroke-width: 1.5; }
 .coremodels-lineage .dag rect { fill: #e8f1fb; stroke: #1f6feb; }
 .coremodels-lineage .asset rect { fill: #eaf6ec; stroke: #2da44e; }
@@ -406,10 +449,15 @@ def to_svg(graph: LineageGraph) -> str:
         x1, y1 = a.x + a.width, a.y + _NODE_HEIGHT / 2
         x2, y2 = b.x, b.y + _NODE_HEIGHT / 2
         bend = max(abs(x2 - x1) / 2, 30)
-        out.append(
-            f'<path class="edge" d="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} '
-            f'{x2:.1f},{y2:.1f}" marker-end="url(#coremodels-arrow)"/>'
+        via = graph.via.get((source, target))
+        path = (
+            f'd="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} '
+            f'{x2:.1f},{y2:.1f}" marker-end="url(#coremodels-arrow)"'
         )
+        if via:
+            out.append(f'<path class="edge via" {path}><title>{escape(via)}</title></path>')
+        else:
+            out.append(f'<path class="edge" {path}/>')
     for node in graph.nodes:
         box = boxes[node.key]
         classes = ["node", node.kind]
@@ -418,7 +466,8 @@ def to_svg(graph: LineageGraph) -> str:
         if node.findings:
             classes.append("has-findings")
         title = node.label() + (f": {', '.join(node.findings)}" if node.findings else "")
-        marks = [m for m, on in (("paused", node.paused), ("external", node.kind == "external")) if on]
+        flags = (("paused", node.paused), ("external", node.kind == "external"), ("watched", node.watched))
+        marks = [mark for mark, on in flags if on]
         if node.findings:
             marks.append(f"⚠ {len(node.findings)}")
         radius = 14 if node.kind == "asset" else 4

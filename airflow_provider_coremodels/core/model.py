@@ -22,7 +22,9 @@ FIELD_TYPE = "String"
 
 CAPABILITIES = ("import", "audit")
 CONNECTOR = "airflow"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Older document versions still read as snapshots and baselines.
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 
 class Severity(str, Enum):
@@ -61,13 +63,54 @@ class Dataset:
         return self.metadata.get("airflow.paused") == "true"
 
 
+#: How an edge was learned, when not from a plain producing task or schedule reference.
+VIA_REF = "ref"  # a schedule on Asset.ref, resolved by name or URI
+VIA_INLET = "inlet"  # a task inlet that does not schedule the DAG
+VIA_ALIAS = "alias:"  # + the alias's name: resolved through an AssetAlias
+
+
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """``dependent`` depends on ``depends_on``; ``external`` when it names an undescribed DAG."""
+    """``dependent`` depends on ``depends_on``; each end names its kind, since a DAG and an asset
+    may share a name (``@asset`` makes exactly that). Every edge joins a DAG and an asset: a
+    producing edge makes the asset depend on its DAG, a consuming edge the DAG on its asset.
+    ``external`` when the DAG is absent from the dags artifact; ``via`` says how an edge was
+    learned when not from a plain producing task or schedule reference (``VIA_*``).
+    """
 
     dependent: str
+    dependent_kind: Materialization
     depends_on: str
+    depends_on_kind: Materialization
     external: bool = False
+    via: str | None = None
+
+    @classmethod
+    def produces(cls, dag_id: str, uri: str, *, external: bool = False, via: str | None = None) -> Edge:
+        """The DAG produces the asset: the asset depends on it."""
+        return cls(uri, ASSET, dag_id, DAG, external, via)
+
+    @classmethod
+    def consumes(cls, dag_id: str, uri: str, *, external: bool = False, via: str | None = None) -> Edge:
+        """The DAG consumes the asset: it depends on the asset."""
+        return cls(dag_id, DAG, uri, ASSET, external, via)
+
+    @property
+    def producing(self) -> bool:
+        return self.dependent_kind == ASSET
+
+    @property
+    def dag_id(self) -> str:
+        return self.depends_on if self.producing else self.dependent
+
+    @property
+    def asset(self) -> str:
+        return self.dependent if self.producing else self.depends_on
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """What makes an edge unique, in the order edges are listed."""
+        return (self.dependent, self.dependent_kind, self.depends_on, self.depends_on_kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +160,8 @@ class State:
 class Estate:
     """A parsed estate in canonical order.
 
-    Datasets are sorted by (materialization, identity) with fields by name, and edges by
-    (dependent, depends_on): the order the snapshot document and the fingerprint rely on.
+    Datasets are sorted by (materialization, identity) with fields by name, and edges by their
+    ``key``: the order the snapshot document and the fingerprint rely on.
     """
 
     datasets: tuple[Dataset, ...]

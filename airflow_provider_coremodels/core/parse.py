@@ -20,9 +20,21 @@ import msgspec
 
 from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.core.collector import gc_paused
+from airflow_provider_coremodels.core.conditions import (
+    AssetIndex,
+    ConditionError,
+    Leaf,
+    leaves,
+    read_expression,
+)
+from airflow_provider_coremodels.core.conditions import to_text as condition_text
+from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT, read_conflicts
 from airflow_provider_coremodels.core.model import (
     ASSET,
     DAG,
+    VIA_ALIAS,
+    VIA_INLET,
+    VIA_REF,
     Dataset,
     Edge,
     Estate,
@@ -44,8 +56,11 @@ class _Absent:
 
 ABSENT: Final = _Absent()
 
-# The keys an asset lists its consumers under, across API versions.
-_CONSUMER_KEYS = ("consuming_dags", "scheduled_dags", "consuming_tasks")
+# The keys an asset lists the DAGs scheduled on it under, across API versions; and all its consumers.
+_SCHEDULE_KEYS = ("consuming_dags", "scheduled_dags")
+_CONSUMER_KEYS = (*_SCHEDULE_KEYS, "consuming_tasks")
+#: Airflow 3's default asset group, left out of the metadata.
+_DEFAULT_GROUP = "asset"
 _ARTIFACT_ORDER = {"dags": 0, "tasks": 1, "datasets": 2, "snapshot": 3}
 
 
@@ -76,14 +91,24 @@ class _Dag(TypedDict, total=False):
     is_paused: Any
     schedule_interval: Any
     timetable_summary: Any
+    timetable_description: Any  # with the summary: whether the DAG is scheduled on assets
     bundle_name: Any  # Airflow 3: the DAG bundle and the file's path inside it
     relative_fileloc: Any
+    asset_expression: Any  # from /dags/{dag_id}/details, for DAGs scheduled on assets
+    dataset_expression: Any  # Airflow 2's name for it
     is_stale: Any  # these two only tell the API generation apart (_API_HINTS)
     is_active: Any
 
 
+class _DagWarning(TypedDict, total=False):
+    dag_id: Any
+    warning_type: Any
+    message: Any
+
+
 class _Dags(TypedDict, total=False):
     dags: list[_Dag]
+    dag_warnings: list[_DagWarning]  # GET /dagWarnings, riding along in the dags artifact
 
 
 class _Task(TypedDict, total=False):
@@ -102,26 +127,45 @@ class _DagTasks(TypedDict, total=False):
     tasks: list[_Task]
 
 
+class _Named(TypedDict, total=False):
+    name: Any
+
+
 class _Asset(TypedDict, total=False):
     uri: Any
+    name: Any
+    group: Any
     producing_tasks: list[_Ref]
     consuming_dags: list[_Ref]
     scheduled_dags: list[_Ref]
     consuming_tasks: list[_Ref]
+    aliases: list[_Named]
+    watchers: list[_Named]
 
 
 class _AssetWithExtra(_Asset, total=False):
     extra: Any
 
 
+class _AssetEvent(TypedDict, total=False):
+    uri: Any
+    source_dag_id: Any
+
+
+# Riding along in the datasets artifact: GET /assets/aliases, and the asset events that name
+# who writes through an alias.
 class _Assets(TypedDict, total=False):
     assets: list[_Asset]
     datasets: list[_Asset]
+    asset_aliases: list[_Named]
+    asset_events: list[_AssetEvent]
 
 
 class _AssetsWithExtra(TypedDict, total=False):
     assets: list[_AssetWithExtra]
     datasets: list[_AssetWithExtra]
+    asset_aliases: list[_Named]
+    asset_events: list[_AssetEvent]
 
 
 _DAGS_DECODER = msgspec.json.Decoder(_Dags | list[_Dag])
@@ -265,20 +309,25 @@ def build_estate(
     elif not any(r.artifact == "tasks" for r in records):
         records.append(Lossiness("tasks", "tasks artifact not provided: DAGs carry no fields"))
 
-    edges: dict[tuple[str, str], Edge] = {}
+    lineage = _Lineage(dag_raws.keys())
     assets: dict[str, Dataset] = {}
+    usable = False  # whether the datasets artifact could be read: else no schedule can resolve
     if datasets is not ABSENT:
-        _parse_datasets(datasets, dag_raws.keys(), assets, edges, records, include_asset_extra)
+        usable = _parse_datasets(datasets, lineage, assets, records, include_asset_extra)
     elif not any(r.artifact == "datasets" for r in records):
         records.append(Lossiness("datasets", "datasets artifact not provided: no asset lineage"))
+    conditions = _parse_conditions(dag_raws, assets, lineage, records, usable)
+    conflicts = _asset_conflicts(dags, dag_raws.keys(), records)
 
-    dag_datasets = [_dag_dataset(dag_id, raw, dag_fields[dag_id]) for dag_id, raw in dag_raws.items()]
+    dag_datasets = [
+        _dag_dataset(dag_id, raw, dag_fields[dag_id], conditions.get(dag_id), conflicts.get(dag_id))
+        for dag_id, raw in dag_raws.items()
+    ]
     all_datasets = sorted([*assets.values(), *dag_datasets], key=lambda d: (d.materialization, d.identity))
-    lineage = sorted(edges.values(), key=lambda e: (e.dependent, e.depends_on))
     records.sort(key=lambda r: (_ARTIFACT_ORDER.get(r.artifact, 9), r.subject or "", r.message))
     return Estate(
         datasets=tuple(all_datasets),
-        lineage=tuple(lineage),
+        lineage=lineage.edges(),
         state=state or State(connector_version=__version__, api_version=_infer_api(raw_dags, datasets)),
         lossiness=tuple(records),
     )
@@ -317,7 +366,15 @@ def _parse_dags(entries: list[Any], records: list[Lossiness]) -> dict[str, Mappi
     return dags
 
 
-def _dag_dataset(dag_id: str, raw: Mapping[str, Any], fields: Mapping[str, Field]) -> Dataset:
+def _dag_dataset(
+    dag_id: str,
+    raw: Mapping[str, Any],
+    fields: Mapping[str, Field],
+    condition: str | None,
+    conflicts: str | None,
+) -> Dataset:
+    """A DAG as a dataset; ``condition`` is its asset condition as text, ``conflicts`` its asset
+    conflict warning (both read by the audit)."""
     metadata: dict[str, str] = {}
     paused = raw.get("is_paused")
     if isinstance(paused, bool):
@@ -334,6 +391,10 @@ def _dag_dataset(dag_id: str, raw: Mapping[str, Any], fields: Mapping[str, Field
         metadata["airflow.bundle"] = bundle
     if relative:
         metadata["airflow.relativeFileloc"] = relative
+    if condition:
+        metadata["airflow.assetCondition"] = condition
+    if conflicts:
+        metadata["airflow.assetConflict"] = conflicts
     return Dataset(
         identity=dag_id,
         name=dag_id,
@@ -497,17 +558,47 @@ def _field(raw: Any) -> Field | None:
     return Field(name=task_id, native_type=native_type, metadata={"airflow.owner": owner} if owner else {})
 
 
-# -- datasets / assets --------------------------------------------------------------------
+# -- datasets / assets and their lineage ---------------------------------------------------
+
+
+class _Lineage:
+    """The edges of an estate, unique per ``Edge.key``. An edge learned twice keeps the most
+    direct source: a plain producing task or schedule before ``Asset.ref``, an alias or an inlet."""
+
+    def __init__(self, described: Iterable[str]) -> None:
+        self.described = set(described)
+        self._edges: dict[tuple[str, str, str, str], Edge] = {}
+
+    def produces(self, dag_id: str, uri: str, via: str | None = None) -> None:
+        self._add(Edge.produces(dag_id, uri, external=dag_id not in self.described, via=via))
+
+    def consumes(self, dag_id: str, uri: str, via: str | None = None) -> None:
+        self._add(Edge.consumes(dag_id, uri, external=dag_id not in self.described, via=via))
+
+    def has_producer(self, dag_id: str, uri: str) -> bool:
+        return (uri, ASSET, dag_id, DAG) in self._edges
+
+    def _add(self, edge: Edge) -> None:
+        held = self._edges.get(edge.key)
+        if held is None or _directness(edge) < _directness(held):
+            self._edges[edge.key] = edge
+
+    def edges(self) -> tuple[Edge, ...]:
+        return tuple(sorted(self._edges.values(), key=lambda e: e.key))
+
+
+def _directness(edge: Edge) -> tuple[bool, str]:
+    return (edge.via is not None, edge.via or "")
 
 
 def _parse_datasets(
     doc: Any,
-    described: Iterable[str],
+    lineage: _Lineage,
     assets: dict[str, Dataset],
-    edges: dict[tuple[str, str], Edge],
     records: list[Lossiness],
     include_extra: bool = False,
-) -> None:
+) -> bool:
+    """Read the assets and their lineage; False when the artifact's shape is not one we know."""
     entries = _asset_entries(doc)
     if entries is None:
         records.append(
@@ -517,32 +608,110 @@ def _parse_datasets(
                 '{"assets": [...]}, {"datasets": [...]} or a JSON array, got ' + _describe(doc),
             )
         )
-        return
-    described = set(described)
-
-    def link(dependent: str, depends_on: str, dag_id: str) -> None:
-        if (dependent, depends_on) not in edges:
-            edges[(dependent, depends_on)] = Edge(dependent, depends_on, external=dag_id not in described)
-
+        return False
+    aliased: dict[str, tuple[str, ...]] = {}  # asset URI -> the aliases it was written through
     for index, raw in enumerate(entries):
         uri = _text(raw.get("uri")) if isinstance(raw, dict) else None
         if not uri:
             records.append(Lossiness("datasets", f"datasets artifact entry {index} has no uri; skipped"))
             continue
         if uri not in assets:
-            extra = raw.get("extra") if include_extra else None
-            assets[uri] = Dataset(
-                identity=uri,
-                name=asset_name(uri),
-                materialization=ASSET,
-                physical_name=uri,
-                metadata={"airflow.extra": _canonical(extra)} if isinstance(extra, dict) and extra else {},
-            )
+            assets[uri] = _asset_dataset(uri, raw, include_extra)
+            aliases = _names(raw.get("aliases"))
+            if aliases:
+                aliased[uri] = aliases
         for dag_id in _dag_refs(raw, "producing_tasks", uri, records):
-            link(uri, dag_id, dag_id)
-        for key in _CONSUMER_KEYS:
+            lineage.produces(dag_id, uri)
+        for key in _SCHEDULE_KEYS:
             for dag_id in _dag_refs(raw, key, uri, records):
-                link(dag_id, uri, dag_id)
+                lineage.consumes(dag_id, uri)
+        for dag_id in _dag_refs(raw, "consuming_tasks", uri, records):
+            # A task that reads what its own DAG writes (a state store) is its producer, not a reader
+            # of someone else's data: no DAG -> asset -> same DAG loop.
+            if not lineage.has_producer(dag_id, uri):
+                lineage.consumes(dag_id, uri, via=VIA_INLET)
+    if isinstance(doc, dict):
+        _alias_writers(doc, aliased, lineage, records)
+        _unresolved_aliases(doc, aliased, records)
+    return True
+
+
+def _asset_dataset(uri: str, raw: Mapping[str, Any], include_extra: bool) -> Dataset:
+    """An asset: identity and physical name are its URI; Airflow 3's name, group, watchers and
+    aliases ride as metadata (``airflow.group`` only where it is not the default)."""
+    metadata: dict[str, str] = {}
+    name, group = _text(raw.get("name")), _text(raw.get("group"))
+    if name:
+        metadata["airflow.name"] = name
+    if group and group != _DEFAULT_GROUP:
+        metadata["airflow.group"] = group
+    if isinstance(raw.get("watchers"), list) and raw["watchers"]:
+        metadata["airflow.watched"] = "true"
+    aliases = _names(raw.get("aliases"))
+    if aliases:
+        metadata["airflow.aliases"] = ",".join(aliases)
+    extra = raw.get("extra") if include_extra else None
+    if isinstance(extra, dict) and extra:
+        metadata["airflow.extra"] = _canonical(extra)
+    return Dataset(
+        identity=uri,
+        name=asset_name(uri),
+        materialization=ASSET,
+        physical_name=uri,
+        metadata=metadata,
+    )
+
+
+def _alias_writers(
+    doc: Mapping[str, Any],
+    aliased: Mapping[str, tuple[str, ...]],
+    lineage: _Lineage,
+    records: list[Lossiness],
+) -> None:
+    """Who writes through an alias: the DAGs that asset events name for an asset reached through it.
+
+    No declaration says so (an alias outlet names no asset until it runs), so the events are the
+    only witness; an aliased asset no event names a DAG for has writers nobody can name, which
+    the audit must not take for "every producer is paused".
+    """
+    events = doc.get("asset_events")
+    writers: dict[str, set[str]] = {}
+    if isinstance(events, list):
+        for event in events:
+            if isinstance(event, dict):
+                uri, dag_id = _text(event.get("uri")), _text(event.get("source_dag_id"))
+                if uri and uri in aliased and dag_id and not lineage.has_producer(dag_id, uri):
+                    writers.setdefault(uri, set()).add(dag_id)
+    for uri, aliases in aliased.items():
+        via = VIA_ALIAS + ",".join(aliases)
+        for dag_id in sorted(writers.get(uri, ())):
+            lineage.produces(dag_id, uri, via=via)
+        if uri not in writers and not any(r.subject == uri and r.artifact == "datasets" for r in records):
+            why = "no asset events were captured" if events is None else "no asset event names a DAG for it"
+            records.append(
+                Lossiness(
+                    "datasets",
+                    f"asset '{uri}' is written through alias {_quoted(aliases)}, "
+                    f"but by whom is unknown: {why}",
+                    uri,
+                )
+            )
+
+
+def _unresolved_aliases(
+    doc: Mapping[str, Any], aliased: Mapping[str, tuple[str, ...]], records: list[Lossiness]
+) -> None:
+    resolved = {alias for aliases in aliased.values() for alias in aliases}
+    for alias in _names(doc.get("asset_aliases")):
+        if alias not in resolved:
+            records.append(Lossiness("datasets", _unresolved_alias(alias), alias))
+
+
+def _unresolved_alias(alias: str) -> str:
+    return (
+        f"alias '{alias}' resolves to no asset yet: what is written through it, and what its "
+        "consumers read, is known only once a producer has written through it"
+    )
 
 
 def _asset_entries(doc: Any) -> list[Any] | None:
@@ -573,6 +742,147 @@ def _dag_refs(raw: Mapping[str, Any], key: str, uri: str, records: list[Lossines
             records.append(
                 Lossiness("datasets", f"an entry of {key} of asset '{uri}' has no dag_id; ignored", uri)
             )
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """The sorted, distinct ``name``s of a list of objects (aliases, watchers)."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        sorted({name for item in value if isinstance(item, dict) and (name := _text(item.get("name")))})
+    )
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(f"'{name}'" for name in names)
+
+
+# -- asset conditions: what a DAG scheduled on assets waits for ------------------------------
+
+
+def _parse_conditions(
+    dag_raws: Mapping[str, Mapping[str, Any]],
+    assets: Mapping[str, Dataset],
+    lineage: _Lineage,
+    records: list[Lossiness],
+    have_assets: bool,
+) -> dict[str, str]:
+    """Each asset-scheduled DAG's condition, as text, with an edge for every input it resolves.
+
+    The datasets artifact lists a DAG scheduled on an asset directly; only the DAG's condition
+    (``asset_expression`` from its details) tells of schedules on ``Asset.ref`` and on aliases.
+    What a condition names but cannot be resolved is a lossiness record.
+    """
+    index = AssetIndex((uri, asset.metadata) for uri, asset in assets.items())
+    known = {r.subject for r in records if r.artifact == "datasets"}
+    conditions: dict[str, str] = {}
+    for dag_id, raw in dag_raws.items():
+        key = "asset_expression" if "asset_expression" in raw else "dataset_expression"
+        if key not in raw:
+            if scheduled_on_assets(raw) and not any(
+                r.artifact == "dags" and r.subject == dag_id for r in records
+            ):
+                records.append(
+                    Lossiness(
+                        "dags",
+                        f"DAG '{dag_id}' is scheduled on assets, but the dags artifact lacks its condition "
+                        f"(asset_expression from GET /dags/{dag_id}/details): the references, aliases "
+                        "and alternatives it waits on are unknown",
+                        dag_id,
+                    )
+                )
+            continue
+        try:
+            condition = read_expression(raw[key])
+        except ConditionError as exc:
+            records.append(
+                Lossiness("dags", f"the {key} of DAG '{dag_id}' was not understood: {exc}", dag_id)
+            )
+            continue
+        if condition is None:
+            continue
+        conditions[dag_id] = condition_text(condition)
+        if not have_assets:
+            continue
+        for leaf in dict.fromkeys(leaves(condition)):
+            uris = index.resolve(leaf)
+            via = {"asset": None, "alias": VIA_ALIAS + leaf.value}.get(leaf.kind, VIA_REF)
+            for uri in uris:
+                lineage.consumes(dag_id, uri, via=via)
+            if not uris:
+                problem = _unresolved(dag_id, leaf, assets)
+                subject = leaf.value if leaf.kind == "alias" else dag_id
+                if leaf.kind != "alias" or subject not in known:
+                    records.append(Lossiness("datasets", problem, subject))
+                    known.add(subject)
+    return conditions
+
+
+def _unresolved(dag_id: str, leaf: Leaf, assets: Mapping[str, Dataset]) -> str:
+    if leaf.kind == "alias":
+        return _unresolved_alias(leaf.value)
+    if leaf.kind == "asset":
+        return (
+            f"DAG '{dag_id}' is scheduled on asset '{leaf.value}', which the datasets artifact does not list"
+        )
+    what = f"Asset.ref({leaf.kind}='{leaf.value}')"
+    hint = ""
+    if leaf.kind == "uri" and leaf.value.rstrip("/") in assets:
+        stored = leaf.value.rstrip("/")
+        hint = f" (Airflow stores the asset as '{stored}' and matches a reference's URI as written)"
+    return f"DAG '{dag_id}' is scheduled on {what}, which matches no asset{hint}: it never runs on it"
+
+
+def scheduled_on_assets(raw: Mapping[str, Any]) -> bool:
+    """Whether the DAG list says a DAG is scheduled on assets (then only its details say on which)."""
+    summary, description = raw.get("timetable_summary"), raw.get("timetable_description")
+    if isinstance(summary, str) and (
+        summary in ("Asset", "Partitioned Asset", "Dataset")
+        or summary.startswith(("Asset or ", "Dataset or "))
+    ):
+        return True
+    return isinstance(description, str) and description.startswith(
+        ("Triggered by assets", "Triggered by datasets")
+    )
+
+
+# -- asset conflicts ---------------------------------------------------------------------------
+
+
+def _asset_conflicts(doc: Any, described: Iterable[str], records: list[Lossiness]) -> dict[str, str]:
+    """The ``asset conflict`` DAG warnings riding in the dags artifact, by DAG: kept as Airflow
+    worded them, one line per refused asset, for the audit to read."""
+    warnings = doc.get("dag_warnings") if isinstance(doc, dict) else None
+    if not isinstance(warnings, list):
+        return {}
+    described = set(described)
+    found: dict[str, list[str]] = {}
+    for warning in warnings:
+        if not isinstance(warning, dict) or warning.get("warning_type") != ASSET_CONFLICT:
+            continue
+        dag_id, message = _text(warning.get("dag_id")), _text(warning.get("message"))
+        if not dag_id or not message:
+            continue
+        conflicts, unreadable = read_conflicts(message)
+        for line in unreadable:
+            records.append(
+                Lossiness(
+                    "dags", f"an asset conflict warning of DAG '{dag_id}' was not understood: {line}", dag_id
+                )
+            )
+        if dag_id not in described:
+            records.append(
+                Lossiness(
+                    "dags",
+                    f"an asset conflict warning names DAG '{dag_id}', which is not in the dags artifact",
+                    dag_id,
+                )
+            )
+        elif conflicts:
+            found.setdefault(dag_id, []).extend(
+                line for line in message.splitlines() if line not in unreadable
+            )
+    return {dag_id: "\n".join(sorted(set(lines))) for dag_id, lines in found.items()}
 
 
 def asset_name(uri: str) -> str:
@@ -614,18 +924,40 @@ def reduce_task(raw: Any) -> Any:
 
 
 def reduce_asset(raw: Any, *, keep_extra: bool = False) -> Any:
+    """An asset cut down to the keys the parse reads, and its ``id`` while it has aliases (the
+    capture asks for its events by id, to learn who writes through them)."""
     if not isinstance(raw, dict):
         return raw
-    reduced = {"uri": raw["uri"]} if "uri" in raw else {}
+    reduced = {key: raw[key] for key in ("uri", "name", "group") if key in raw}
     if keep_extra and "extra" in raw:
         reduced["extra"] = raw["extra"]
-    for key in ("producing_tasks", *_CONSUMER_KEYS):
+    for key, keep in (
+        ("producing_tasks", "dag_id"),
+        *((k, "dag_id") for k in _CONSUMER_KEYS),
+        ("aliases", "name"),
+        ("watchers", "name"),
+    ):
         refs = raw.get(key)
         if isinstance(refs, list):
-            reduced[key] = [{"dag_id": ref.get("dag_id")} if isinstance(ref, dict) else ref for ref in refs]
+            reduced[key] = [{keep: ref.get(keep)} if isinstance(ref, dict) else ref for ref in refs]
         elif key in raw:
             reduced[key] = refs
+    if raw.get("aliases") and "id" in raw:
+        reduced["id"] = raw["id"]
     return reduced
+
+
+def reduce_event(raw: Any) -> Any:
+    """An asset event cut down to what names a writer: the asset's URI and the source DAG."""
+    if not isinstance(raw, dict):
+        return raw
+    return {key: raw[key] for key in _AssetEvent.__annotations__ if key in raw}
+
+
+def reduce_warning(raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    return {key: raw[key] for key in _DagWarning.__annotations__ if key in raw}
 
 
 # -- helpers ------------------------------------------------------------------------------

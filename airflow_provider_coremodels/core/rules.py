@@ -49,7 +49,7 @@ DRIFT = "Drift"
 WAIVERS = "Waivers"
 
 
-Subject = Literal["dag", "asset", "dataset", "task", "waiver"]
+Subject = Literal["dag", "asset", "dataset", "task", "waiver", "bundle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ class Rule:
     message: str
     help: str  # why it matters and what to do, for SARIF and the docs
     #: What the subject names: a dag_id, an asset URI, either ("dataset"), a ``dag_id.task_id``,
-    #: or a waiver. The views read it to place a finding (a DAG and an asset may share a name).
+    #: a waiver, or a DAG bundle. The views read it to place a finding (a DAG and an asset may share a name).
     about: Subject
 
 
@@ -94,6 +94,16 @@ RULES: tuple[Rule, ...] = (
         about="asset",
     ),
     Rule(
+        "asset-conflict",
+        CONFORMANCE,
+        Severity.WARNING,
+        "Asset shares its URI or its name with another asset — Airflow keeps only one of them active, "
+        "and the refused one's producers and readers lose their lineage.",
+        "Give each asset one URI and one name across the deployment: rename the refused asset, or point "
+        "its DAGs at the active one. Airflow's own DAG warning on the refused asset's DAGs says the same.",
+        about="asset",
+    ),
+    Rule(
         "paused-producer",
         CONFORMANCE,
         Severity.WARNING,
@@ -102,6 +112,16 @@ RULES: tuple[Rule, ...] = (
         "Unpause a producer, or pause the consumers too, or move them to another source: "
         "while every producer is paused the consumers' inputs never refresh.",
         about="asset",
+    ),
+    Rule(
+        "examples-loaded",
+        CONFORMANCE,
+        Severity.INFO,
+        "Airflow's example DAGs are loaded — they are Airflow's code, not the team's, so they get no "
+        "findings of their own.",
+        "Set `[core] load_examples = False` (AIRFLOW__CORE__LOAD_EXAMPLES=False) on production "
+        "deployments: the examples add DAGs nobody owns to the estate.",
+        about="bundle",
     ),
     Rule(
         "dataset-unmapped",

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow_provider_coremodels.core.collector import gc_paused
+from airflow_provider_coremodels.core.conflicts import read_conflicts
 from airflow_provider_coremodels.core.rules import BY_CODE, RULES, Rule, Subject
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -149,13 +150,26 @@ class _Locator:
         self.consumers: dict[str, list[str]] = defaultdict(list)
         self.producers: dict[str, list[str]] = defaultdict(list)
         for edge in document.get("lineage", []):
-            if edge["dependsOn"] in self.assets and edge["dependent"] in self.files:
-                self.consumers[edge["dependsOn"]].append(edge["dependent"])
-            elif edge["dependent"] in self.assets and edge["dependsOn"] in self.files:
-                self.producers[edge["dependent"]].append(edge["dependsOn"])
+            producing = edge.get("dependentKind") == "asset"
+            dag_id, asset = (
+                (edge["dependsOn"], edge["dependent"])
+                if producing
+                else (edge["dependent"], edge["dependsOn"])
+            )
+            if asset in self.assets and dag_id in self.files:
+                (self.producers if producing else self.consumers)[asset].append(dag_id)
+        # An asset Airflow refused is in no listing: its conflict sits at the DAGs that declare it.
+        self.conflicts: dict[str, list[str]] = defaultdict(list)
+        for dag in dags:
+            conflicts, _ = read_conflicts(dag.get("metadata", {}).get("airflow.assetConflict", ""))
+            for conflict in conflicts:
+                if dag["identity"] in self.files:
+                    self.conflicts[conflict.uri].append(dag["identity"])
 
     def paths(self, finding: Mapping[str, Any], about: Subject) -> list[str]:
         subject = finding["subject"]
+        if finding["code"] == "asset-conflict" and subject in self.conflicts:
+            return sorted({self.files[dag] for dag in self.conflicts[subject]})
         if about in ("dag", "dataset") and subject in self.files:
             return [self.files[subject]]
         if about in ("asset", "dataset") and subject in self.assets:
@@ -170,6 +184,8 @@ class _Locator:
         subject = finding["subject"]
         if about == "task":
             kind = "member"
+        elif about == "bundle":
+            kind = "namespace"
         elif about == "asset" or (about == "dataset" and (subject in self.assets or "://" in subject)):
             kind = "resource"
         else:

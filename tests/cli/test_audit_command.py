@@ -122,7 +122,8 @@ def test_unreadable_tasks_and_datasets_are_lossiness(tmp_path: Path, capsys) -> 
         (
             "datasets",
             'datasets artifact ignored: unrecognized shape: expected {"assets": [...]}, '
-            '{"datasets": [...]} or a JSON array, got an object with keys ["dags", "total_entries"]',
+            '{"datasets": [...]} or a JSON array, got an object with keys '
+            '["dags", "total_entries", "dag_warnings"]',
         ),
     ]
 

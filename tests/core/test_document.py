@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -48,7 +50,7 @@ def real_document(real_estate):
 
 def test_document_has_every_contract_key_in_order(real_document) -> None:
     assert list(real_document)[: len(TOP_LEVEL_KEYS)] == TOP_LEVEL_KEYS
-    assert real_document["schemaVersion"] == 1
+    assert real_document["schemaVersion"] == 2
     assert real_document["connector"] == "airflow"
     assert real_document["capabilities"] == ["import", "audit"]
     assert list(real_document["state"]) == [
@@ -87,7 +89,8 @@ def test_every_dataset_field_and_edge_has_the_contract_keys(real_document) -> No
             assert list(field) == ["name", "nativeType", "type", "approximate", "tags", "metadata"]
             assert (field["type"], field["approximate"]) == ("String", True)
     for edge in real_document["lineage"]:
-        assert list(edge) == ["dependent", "dependsOn", "external"]
+        assert list(edge)[:5] == ["dependent", "dependentKind", "dependsOn", "dependsOnKind", "external"]
+        assert list(edge)[5:] in ([], ["via"])
     for finding in real_document["findings"]:
         assert list(finding) == ["section", "severity", "code", "subject", "message", "detail"]
 
@@ -240,3 +243,72 @@ def test_the_core_package_exports_what_its_type_stubs_say() -> None:
         assert getattr(core, name) is getattr(
             __import__(f"{core.__name__}.{typed[name]}", fromlist=[name]), name
         )
+
+
+# -- version 1 documents ----------------------------------------------------------------------
+
+
+def as_version_1(document: dict[str, Any]) -> dict[str, Any]:
+    """A document as version 1 wrote it: edges without kinds, its own fingerprint over them."""
+    from airflow_provider_coremodels.core.document import fingerprint
+
+    lineage = sorted(
+        ({k: e[k] for k in ("dependent", "dependsOn", "external")} for e in document["lineage"]),
+        key=lambda e: (e["dependent"], e["dependsOn"]),
+    )
+    return {
+        **document,
+        "schemaVersion": 1,
+        "lineage": lineage,
+        "fingerprint": fingerprint(document["datasets"], lineage),
+    }
+
+
+def test_a_version_1_document_still_reads_with_its_kinds_inferred(real_document) -> None:
+    old = as_version_1(real_document)
+    stored = load_document(json.dumps(old))
+    assert stored.estate is not None and stored.fingerprint == old["fingerprint"]
+    assert not any(r.artifact == "snapshot" for r in stored.estate.lossiness)  # not "edited after writing"
+    reread = build_document(stored.estate, audit(stored.estate))
+    # The kinds version 1 implied; how an edge was learned (via) version 1 never knew.
+    assert reread["lineage"] == [{k: v for k, v in e.items() if k != "via"} for e in real_document["lineage"]]
+    assert reread["findings"] == real_document["findings"]
+    assert reread["fingerprint"] != old["fingerprint"]  # an unchanged estate's fingerprint changes once
+
+
+def test_a_version_1_baseline_still_diffs(real_document) -> None:
+    baseline = load_document(json.dumps(as_version_1(real_document))).as_baseline()
+    estate = load_document(json.dumps(real_document)).estate
+    assert estate is not None
+    result = audit(estate, baseline)
+    assert result.baseline.evaluated
+    assert [f for f in result.findings if f.section in ("Coverage", "Drift")] == []
+
+
+def test_a_version_1_edge_that_joins_no_asset_is_lossiness(real_document) -> None:
+    old = as_version_1(real_document)
+    old["lineage"].append({"dependent": "nowhere", "dependsOn": "nothing", "external": False})
+    stored = load_document(json.dumps(old))
+    assert stored.estate is not None
+    assert any("joins no DAG to an asset" in r.message for r in stored.estate.lossiness)
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        ({"dependentKind": "table"}, 'lineage[0].dependentKind: expected "dag" or "asset"'),
+        ({"dependentKind": "dag", "dependsOnKind": "dag"}, "lineage[0]: an edge joins a DAG and an asset"),
+        ({"via": 3}, "lineage[0].via: expected a string or null"),
+    ],
+)
+def test_a_version_2_edge_must_name_its_kinds(real_document, edit: dict[str, Any], problem: str) -> None:
+    document = json.loads(json.dumps(real_document))
+    document["lineage"][0].update(edit)
+    with pytest.raises(SnapshotDocumentError, match=re.escape(problem)):
+        load_document(json.dumps(document))
+
+
+@pytest.mark.parametrize("version", [0, 3, True, "2", None])
+def test_a_schema_version_this_version_cannot_read_is_refused(real_document, version: Any) -> None:
+    with pytest.raises(SnapshotDocumentError, match="this version reads 1 and 2"):
+        load_document(json.dumps({**real_document, "schemaVersion": version}))

@@ -201,3 +201,49 @@ def test_an_empty_picture_still_draws() -> None:
     assert to_mermaid(g).startswith("flowchart LR")
     ET.fromstring(to_svg(g))
     assert to_dot(g).endswith("}")
+
+
+def test_the_asset_estate_marks_how_edges_were_learned_and_watched_assets() -> None:
+    g = LineageGraph.from_document(recorded_document("airflow3_assets"))
+    export = "asset:s3://lake/exports/2026-01-01"
+    assert g.via == {
+        ("dag:exports_producer", export): "alias:daily_exports",
+        (export, "dag:exports_consumer"): "alias:daily_exports",
+        (export, "dag:export_by_name_ref"): "ref",
+        ("asset:s3://lake/orders_sync", "dag:orders_by_name_ref"): "ref",
+        ("asset:s3://lake/orders_sync", "dag:orders_by_uri_ref"): "ref",
+        ("asset:s3://lake/orders_sync", "dag:orders_audit"): "inlet",
+    }
+    inbox = g.node("asset:file:///tmp/coremodels-inbox/orders.csv")
+    assert inbox.watched and inbox.label() == "file:///tmp/coremodels-inbox/orders.csv (watched)"
+    # the @asset chain: DAG raw_orders -> asset raw_orders -> DAG clean_orders -> asset clean_orders
+    assert ("dag:raw_orders", "asset:s3://lake/raw_orders") in g.edges
+    assert ("asset:s3://lake/raw_orders", "dag:clean_orders") in g.edges
+    near = g.neighbourhood("s3://lake/orders_sync", 1)
+    assert near.via == {k: v for k, v in g.via.items() if "orders_sync" in k[0]}
+
+    mermaid = to_mermaid(g)
+    assert re.search(r"n\d+ -\.->\|alias:daily_exports\| n\d+", mermaid)
+    assert re.search(r"n\d+ -\.->\|inlet\| n\d+", mermaid)
+    assert '[("file:///tmp/coremodels-inbox/orders.csv (watched)")]' in mermaid
+    dot = to_dot(g)
+    assert f'"{export}" -> "dag:exports_consumer" [style=dashed, label="alias:daily_exports"];' in dot
+    assert '"dag:orders_sync" -> "asset:s3://lake/orders_sync";' in dot
+    svg = ET.fromstring(to_svg(g))
+    ns = "{http://www.w3.org/2000/svg}"
+    dashed = [p for p in svg.iter(f"{ns}path") if "via" in p.get("class", "").split()]
+    assert sorted(p.find(f"{ns}title").text for p in dashed) == sorted(g.via.values())
+    inbox_box = next(
+        e for e in svg.iter(f"{ns}g") if e.get("data-id") == "file:///tmp/coremodels-inbox/orders.csv"
+    )
+    assert "watched" in "".join(inbox_box.itertext())
+
+
+def test_a_version_1_document_draws_as_version_1_read_it() -> None:
+    """The UI page draws whatever latest.json holds, which may be a version 1 document."""
+    document = recorded_document()
+    old = {
+        **document,
+        "lineage": [{k: e[k] for k in ("dependent", "dependsOn", "external")} for e in document["lineage"]],
+    }
+    assert LineageGraph.from_document(old).edges == LineageGraph.from_document(document).edges

@@ -369,15 +369,39 @@ def test_datasets_artifact_shapes(wrap: Any) -> None:
         "fields": [],
     }
     assert document["lineage"] == [
-        {"dependent": "b", "dependsOn": "s3://lake/orders.parquet", "external": False},
-        {"dependent": "s3://lake/orders.parquet", "dependsOn": "a", "external": False},
+        {
+            "dependent": "b",
+            "dependentKind": "dag",
+            "dependsOn": "s3://lake/orders.parquet",
+            "dependsOnKind": "asset",
+            "external": False,
+        },
+        {
+            "dependent": "s3://lake/orders.parquet",
+            "dependentKind": "asset",
+            "dependsOn": "a",
+            "dependsOnKind": "dag",
+            "external": False,
+        },
     ]
 
 
-@pytest.mark.parametrize("key", ["consuming_dags", "scheduled_dags", "consuming_tasks"])
-def test_every_consumer_key_makes_the_dag_depend_on_the_asset(key: str) -> None:
+@pytest.mark.parametrize(
+    ("key", "via"), [("consuming_dags", {}), ("scheduled_dags", {}), ("consuming_tasks", {"via": "inlet"})]
+)
+def test_every_consumer_key_makes_the_dag_depend_on_the_asset(key: str, via: dict[str, str]) -> None:
+    """A schedule is a plain consuming edge; a task inlet that does not schedule the DAG says so."""
     document = document_for([DAG_A], {"a": []}, {"assets": [asset("s3://x/y", **{key: ["a"]})]})
-    assert document["lineage"] == [{"dependent": "a", "dependsOn": "s3://x/y", "external": False}]
+    assert document["lineage"] == [
+        {
+            "dependent": "a",
+            "dependentKind": "dag",
+            "dependsOn": "s3://x/y",
+            "dependsOnKind": "asset",
+            "external": False,
+        }
+        | via
+    ]
 
 
 def test_duplicate_declarations_are_deduplicated() -> None:

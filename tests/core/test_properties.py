@@ -300,17 +300,23 @@ def assert_document_invariants(doc: dict[str, Any]) -> None:
         for f in d["fields"]:
             assert f["nativeType"] and f["type"] == "String" and f["approximate"] is True
 
-    pairs = [(e["dependent"], e["dependsOn"]) for e in lineage]
-    assert pairs == sorted(pairs)
-    assert len(set(pairs)) == len(pairs), "edges must be unique per (dependent, dependsOn)"
+    keys = [(e["dependent"], e["dependentKind"], e["dependsOn"], e["dependsOnKind"]) for e in lineage]
+    assert keys == sorted(keys)
+    assert len(set(keys)) == len(keys), "edges must be unique per (dependent, kind, dependsOn, kind)"
     assets = {d["identity"] for d in datasets if d["materialization"] == "asset"}
     dags = [d for d in datasets if d["materialization"] == "dag"]
     dag_ids = {d["identity"] for d in dags}
     for e in lineage:
         assert e["dependent"] and e["dependsOn"] and isinstance(e["external"], bool)
-        assert e["dependent"] in assets or e["dependsOn"] in assets, e
-        if not e["external"]:
-            assert e["dependent"] in dag_ids or e["dependsOn"] in dag_ids, e
+        assert {e["dependentKind"], e["dependsOnKind"]} == {"dag", "asset"}, e
+        asset, dag = (
+            (e["dependent"], e["dependsOn"])
+            if e["dependentKind"] == "asset"
+            else (e["dependsOn"], e["dependent"])
+        )
+        assert asset in assets, e
+        assert (dag in dag_ids) != e["external"], e
+        assert e.get("via", "ref") in ("ref", "inlet") or e["via"].startswith("alias:"), e
 
     external = sum(e["external"] for e in lineage)
     assert state["counts"] == {
@@ -616,7 +622,23 @@ def test_lone_surrogates_are_replaced_not_raised() -> None:
     estate = parse_artifacts(*blobs)
     doc = check_pipeline(estate, *blobs)
     assert {d["identity"] for d in doc["datasets"]} == {"?x?"}
-    assert doc["lineage"] == [{"dependent": "?x?", "dependsOn": "?x?", "external": False}]
+    # A DAG and an asset of one name: its producing and its consuming edge stay two edges.
+    assert doc["lineage"] == [
+        {
+            "dependent": "?x?",
+            "dependentKind": "asset",
+            "dependsOn": "?x?",
+            "dependsOnKind": "dag",
+            "external": False,
+        },
+        {
+            "dependent": "?x?",
+            "dependentKind": "dag",
+            "dependsOn": "?x?",
+            "dependsOnKind": "asset",
+            "external": False,
+        },
+    ]
 
 
 # -- found by probing past the fuzzing ----------------------------------------------------

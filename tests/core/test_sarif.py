@@ -161,3 +161,22 @@ def test_hostile_names_still_validate_and_paths_are_percent_encoded(hostile: str
     result = results_by(sarif(document))[("dag-no-owner", hostile)]
     assert uris(result) == [uri]
     assert result["message"]["text"].startswith(f"{hostile}: ")
+
+
+def test_the_asset_estate_validates_and_locates_conflicts_at_the_refused_assets_dags() -> None:
+    results = results_by(sarif(recorded_document("airflow3_assets")))
+    assert uris(results[("asset-conflict", "s3://lake/sales")]) == ["conflict_second.py"]
+    assert uris(results[("asset-conflict", "s3://lake/inventory/v2")]) == ["conflict_second.py"]
+    assert uris(results[("paused-producer", "s3://lake/raw_orders")]) == ["asset_chain.py"]
+    assert uris(results[("asset-unproduced", "s3://lake/manual_prices")]) == ["conditional.py"]
+
+
+def test_examples_loaded_is_a_logical_location() -> None:
+    examples = [
+        {"dag_id": "example_a", "is_paused": False, "bundle_name": "example_dags", "fileloc": "/x/a.py"}
+    ]
+    [result] = sarif(document_for({"dags": examples}))["runs"][0]["results"]
+    assert result["ruleId"] == "examples-loaded"
+    assert result["locations"] == [
+        {"logicalLocations": [{"fullyQualifiedName": "example_dags", "kind": "namespace"}]}
+    ]
