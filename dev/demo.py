@@ -1,8 +1,10 @@
 """The local demo: a real Airflow 3 serving the example estate, exported and audited.
 
 Run with ``make demo`` (it creates the virtualenv first). It starts a real ``airflow api-server``
-on 127.0.0.1 with SQLite and example_dags/ as its DAG folder (the estate and the export DAG),
-defines the connection ``airflow_api`` in the environment, and then:
+on 127.0.0.1 with SQLite and example_dags/ as its DAG folder (the estate, Airflow 3's asset
+constructs and the export DAG; the alias producer runs once and the scheduler's asset pass
+runs, as a live deployment's scheduler would have), defines the connection ``airflow_api`` in
+the environment, and then:
 
 1. ``airflow coremodels export --conn-id airflow_api --sink ./coremodels-out`` prints the
    findings table and writes ./coremodels-out/latest.json and history/;
@@ -51,7 +53,9 @@ def write_view(path: Path, *args: str, env: dict[str, str]) -> None:
 def main() -> int:
     print("starting a real Airflow API server on 127.0.0.1 with the example estate ...", flush=True)
     page_env = {"AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR": str(OUT)}  # the UI page reads the file sink
-    with AirflowApiServer(REPO / "example_dags", extra_env=page_env) as server:
+    with AirflowApiServer(
+        REPO / "example_dags", extra_env=page_env, run_dags=("exports_producer",), scheduler_pass=True
+    ) as server:
         print(f"  up at {server.base_url}", flush=True)
         connection = {
             "conn_type": "airflow_api",

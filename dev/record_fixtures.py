@@ -1,12 +1,18 @@
-"""Record real Airflow 3 REST API responses for the example estate as test fixtures.
+"""Record real Airflow 3 REST API responses for the example estates as test fixtures.
 
 Run from the repository root::
 
     python dev/record_fixtures.py
 
-Starts a real API server (see tests/support/airflow_server.py) on example_dags/estate and writes
-tests/fixtures/airflow3/{version,dags,tasks,datasets}.json. Response bodies are saved byte for
-byte; tasks.json splices each DAG's raw /tasks body into one JSON object keyed by dag_id.
+Starts a real API server (see tests/support/airflow_server.py) for each estate and captures it
+with the provider's own capture, keeping every object as the server sent it: the files are what
+``airflow coremodels capture --out`` writes, the offline interface (the server's list responses,
+with what the asset model adds riding inside them).
+
+- example_dags/estate -> tests/fixtures/airflow3/ (one DAG per audit rule)
+- example_dags/assets -> tests/fixtures/airflow3_assets/ (Airflow 3's asset constructs; the alias
+  producer runs once and the scheduler's asset pass runs, so the alias resolves and Airflow
+  writes its asset-conflict warnings)
 """
 
 from __future__ import annotations
@@ -14,27 +20,26 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the harness: tests/support/
 
 from support.airflow_server import AirflowApiServer
 
+from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, Capture, capture
+
 REPO = Path(__file__).resolve().parents[1]
-DAGS_FOLDER = REPO / "example_dags" / "estate"
-OUT = REPO / "tests" / "fixtures" / "airflow3"
+ESTATES = {
+    "airflow3": (REPO / "example_dags" / "estate", {}),
+    "airflow3_assets": (
+        REPO / "example_dags" / "assets",
+        {"run_dags": ("exports_producer",), "scheduler_pass": True},
+    ),
+}
 
 
-def fetch(server: AirflowApiServer, path: str, **params: object) -> bytes:
-    response = server.get(path, **params)
-    if response.status_code != 200:
-        raise SystemExit(f"GET {path} -> HTTP {response.status_code}: {response.text}")
-    return response.content
-
-
-def check_estate(dags: bytes, assets: bytes) -> None:
+def check_estate(dags: dict, assets: dict) -> None:
     """Fail if the recorded estate is not the one the example DAGs describe."""
-    paused = {dag["dag_id"]: dag["is_paused"] for dag in json.loads(dags)["dags"]}
+    paused = {dag["dag_id"]: dag["is_paused"] for dag in dags["dags"]}
     expected_paused = {
         "backfill_customers": True,
         "customer_report": False,
@@ -45,7 +50,7 @@ def check_estate(dags: bytes, assets: bytes) -> None:
     }
     if paused != expected_paused:
         raise SystemExit(f"unexpected DAGs / paused state: {paused}")
-    by_uri = {asset["uri"]: asset for asset in json.loads(assets)["assets"]}
+    by_uri = {asset["uri"]: asset for asset in assets["assets"]}
 
     def refs(uri: str, field: str) -> set[str]:
         return {".".join(filter(None, (r["dag_id"], r.get("task_id")))) for r in by_uri[uri][field]}
@@ -67,36 +72,42 @@ def check_estate(dags: bytes, assets: bytes) -> None:
             raise SystemExit(f"{uri} {field}: got {refs(uri, field)}, expected {want}")
 
 
-def fetch_artifacts(server: AirflowApiServer) -> dict[str, bytes]:
-    """Fetch the version, dags, tasks and assets bodies from a running server, byte for byte."""
-    version = fetch(server, "/api/v2/version")
-    dags = fetch(server, "/api/v2/dags", limit=100, order_by="dag_id")
-    dags_doc = json.loads(dags)
-    if dags_doc["total_entries"] != len(dags_doc["dags"]):
-        raise SystemExit("more DAGs than one page: raise the limit")
-    dag_ids = sorted(dag["dag_id"] for dag in dags_doc["dags"])
-    tasks = {dag_id: fetch(server, f"/api/v2/dags/{quote(dag_id, safe='')}/tasks") for dag_id in dag_ids}
-    assets = fetch(server, "/api/v2/assets", limit=100, order_by="id")
-    # Keep every DAG's tasks body byte for byte: splice the raw bodies into one JSON object.
-    tasks_json = (
-        b"{" + b", ".join(json.dumps(dag_id).encode() + b": " + body for dag_id, body in tasks.items()) + b"}"
-    )
-    json.loads(tasks_json)  # must still be valid JSON
-    return {"version.json": version, "dags.json": dags, "tasks.json": tasks_json, "datasets.json": assets}
+def check_assets_estate(dags: dict, assets: dict) -> None:
+    """Fail unless the alias resolved and Airflow wrote its two asset-conflict warnings."""
+    by_uri = {asset["uri"]: asset for asset in assets["assets"]}
+    export = by_uri.get("s3://lake/exports/2026-01-01", {})
+    if [alias["name"] for alias in export.get("aliases", [])] != ["daily_exports"]:
+        raise SystemExit("the alias daily_exports did not resolve: did exports_producer run?")
+    if sorted(w["dag_id"] for w in dags["dag_warnings"]) != ["inventory_v2", "sales_feed"]:
+        raise SystemExit(f"unexpected asset conflict warnings: {dags['dag_warnings']}")
 
 
-def record() -> None:
-    with AirflowApiServer(DAGS_FOLDER) as server:
-        artifacts = fetch_artifacts(server)
+def record_estate(name: str) -> None:
+    folder, options = ESTATES[name]
+    with AirflowApiServer(folder, **options) as server:
+        source = ApiSource(server.base_url, username=server.username, password=server.password)
+        with AirflowApiClient(source) as client:
+            captured: Capture = capture(client, keep_raw=True)
+        version = server.get("/api/v2/version").content
         timings = server.timings
-    check_estate(artifacts["dags.json"], artifacts["datasets.json"])
-
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name, body in artifacts.items():
-        (OUT / name).write_bytes(body)
-        print(f"wrote {(OUT / name).relative_to(REPO)} ({len(body)} bytes)")
+    if captured.lossiness:
+        raise SystemExit(f"{name}: the capture was lossy: {captured.lossiness}")
+    (check_estate if name == "airflow3" else check_assets_estate)(captured.dags, captured.datasets)
+    out = REPO / "tests" / "fixtures" / name
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "version.json": version,
+        "dags.json": json.dumps(captured.dags, ensure_ascii=False, indent=1).encode(),
+        "tasks.json": json.dumps(captured.tasks, ensure_ascii=False, indent=1).encode(),
+        "datasets.json": json.dumps(captured.datasets, ensure_ascii=False, indent=1).encode(),
+    }
+    for file, body in files.items():
+        (out / file).write_bytes(body)
+        print(f"wrote {(out / file).relative_to(REPO)} ({len(body)} bytes)")
+    print(captured.summary.line())
     print("server start-up (s):", {key: round(value, 2) for key, value in timings.items()})
 
 
 if __name__ == "__main__":
-    record()
+    for estate in sys.argv[1:] or ESTATES:
+        record_estate(estate)

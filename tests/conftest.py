@@ -27,3 +27,19 @@ def airflow_server():
 
     with AirflowApiServer(REPO / "example_dags" / "estate") as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def assets_server():
+    """A real Airflow 3.3 API server serving example_dags/assets, Airflow 3's asset constructs.
+
+    The alias producer runs once (so the alias resolves) and the scheduler's asset pass runs once
+    (so Airflow writes its asset-conflict warnings), as on a deployment whose scheduler runs.
+    """
+    from support.airflow_server import AirflowApiServer
+    from support.helpers import REPO
+
+    with AirflowApiServer(
+        REPO / "example_dags" / "assets", run_dags=("exports_producer",), scheduler_pass=True
+    ) as server:
+        yield server

@@ -29,3 +29,30 @@ def test_example_estate_dags(dagbag) -> None:
         "customer_report",
         "legacy_cleanup",
     }
+
+
+def test_example_asset_estate_dags(dagbag) -> None:
+    """A DAG file per Airflow 3 asset construct (the expected lineage: tests/support/asset_estate.py)."""
+    assets = {dag_id for dag_id, dag in dagbag.dags.items() if Path(dag.fileloc).parent.name == "assets"}
+    assert assets == {
+        "raw_orders",
+        "clean_orders",
+        "orders_sync",
+        "orders_sync_consumer",
+        "orders_by_name_ref",
+        "orders_by_uri_ref",
+        "orders_by_slash_ref",
+        "orders_audit",
+        "orders_incremental",
+        "exports_producer",
+        "exports_consumer",
+        "export_by_name_ref",
+        "inbox_orders_loader",
+        "market_data",
+        "valuation",
+        "price_snapshot",
+        "sales_ledger",
+        "sales_feed",
+        "inventory_v1",
+        "inventory_v2",
+    }

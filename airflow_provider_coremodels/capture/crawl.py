@@ -1,10 +1,17 @@
 """Capture an estate: every DAG page, one tasks request per DAG, every asset page, concurrently.
 
 The request count is the minimum the API allows: version, token, the DAG pages, one tasks
-request per DAG (there is no bulk form), and the asset pages. Once the first page of a list
-has told its total, the remaining pages are fetched in parallel, and each DAG's tasks are
-requested as soon as its page arrives, all in one bounded pool. ``limit=0`` is never used: it
-means "server default" on one API generation and "nothing" on the other.
+request per DAG (there is no bulk form), and the asset pages; then what only the asset model
+needs: the details of the DAGs scheduled on assets (only they say which ``Asset.ref`` or alias
+a DAG waits for), the alias pages and the asset-conflict DAG warnings (Airflow 3), and for
+each asset reached through an alias one page of its newest events (the only record of who
+writes through the alias). Once the first page of a list has told its total, the remaining
+pages are fetched in parallel, and per-item requests go out as soon as their page arrives, all
+in one bounded pool. ``limit=0`` is never used: it means "server default" on one API generation
+and "nothing" on the other. What rides along is kept inside the three artifacts (the dags
+artifact's ``dag_warnings`` and each DAG's ``asset_expression``, the datasets artifact's
+``asset_aliases`` and ``asset_events``), so an offline audit of captured files gives exactly
+the export's answer.
 """
 
 from __future__ import annotations
@@ -22,7 +29,15 @@ from urllib.parse import quote
 from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.capture.client import AirflowApiClient, NotFound
 from airflow_provider_coremodels.core import ABSENT, Estate, Lossiness, State, build_estate
-from airflow_provider_coremodels.core.parse import reduce_asset, reduce_dag, reduce_task
+from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT
+from airflow_provider_coremodels.core.parse import (
+    reduce_asset,
+    reduce_dag,
+    reduce_event,
+    reduce_task,
+    reduce_warning,
+    scheduled_on_assets,
+)
 from airflow_provider_coremodels.errors import AuthError, CaptureError
 
 log = logging.getLogger(__name__)
@@ -30,6 +45,10 @@ log = logging.getLogger(__name__)
 PAGE_LIMIT = 100
 
 ProgressCallback = Callable[[int, int], None]
+
+
+#: The newest events read per asset reached through an alias: who wrote it lately.
+EVENTS_LIMIT = 100
 
 
 @dataclass
@@ -40,11 +59,19 @@ class CaptureSummary:
     requests: int = 0
     retries: int = 0
     seconds: float = 0.0
+    schedules: int = 0  # details requests: the DAGs scheduled on assets
+    alias_writers: int = 0  # event requests: the assets reached through an alias
 
     def line(self) -> str:
+        extra = [
+            f"{count} for {what}"
+            for count, what in ((self.schedules, "asset schedules"), (self.alias_writers, "alias writers"))
+            if count
+        ]
+        requests = f"{self.requests} requests" + (f" ({', '.join(extra)})" if extra else "")
         return (
             f"captured {self.dags} DAGs, {self.tasks} tasks, {self.assets} assets: "
-            f"{self.requests} requests, {self.retries} retries, {self.seconds:.1f} s"
+            f"{requests}, {self.retries} retries, {self.seconds:.1f} s"
         )
 
 
@@ -72,12 +99,20 @@ class Capture:
 
 @dataclass
 class _List:
-    """One paginated list (/dags or /assets) being collected."""
+    """One paginated list (/dags, /assets, ...) being collected.
+
+    ``required``: the capture fails without it (the DAGs); any other list that fails becomes
+    ``failure``, and a lossiness record. ``on_item`` is called once per new item.
+    """
 
     path: str
     key: str
     order_by: str
     id_key: str
+    params: dict[str, Any] = field(default_factory=dict)
+    required: bool = False
+    on_item: Callable[[Any], None] | None = None
+    failure: str | None = None
     items: dict[Any, Any] = field(default_factory=dict)
     page_size: int = 0
     first_total: int | None = None
@@ -121,56 +156,96 @@ class _Crawl:
         # finished futures, in the order they finish: cheaper than concurrent.futures.wait,
         # which looks at every pending future on each completion (quadratic over a capture)
         self.done: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
-        self.assets_failed: str | None = None
+        self.expressions: dict[str, Any] = {}  # dag_id -> its asset condition, from its details
+        self.events: dict[str, list[Any]] = {}  # asset URI -> its newest events
         self.dags_found = 0
+        self.schedules = 0
+        self.alias_assets = 0
 
     def run(self) -> Capture:
         started = time.monotonic()
         captured_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         info = self.client.info or self.client.connect()
-        v2 = info.api_version == "v2"
-        dags = _List("/dags", "dags", "dag_id", "dag_id")
-        assets = _List("/assets" if v2 else "/datasets", "assets" if v2 else "datasets", "id", "uri")
+        self.v2 = info.api_version == "v2"
+        dags = _List("/dags", "dags", "dag_id", "dag_id", required=True, on_item=self._dag_found)
+        assets = _List(
+            "/assets" if self.v2 else "/datasets",
+            "assets" if self.v2 else "datasets",
+            "id",
+            "uri",
+            on_item=self._asset_found,
+        )
+        lists = [dags, assets]
+        if self.v2:  # Airflow 2 has neither asset aliases in its API nor asset conflicts
+            aliases = _List("/assets/aliases", "asset_aliases", "id", "id")
+            warnings = _List(
+                "/dagWarnings", "dag_warnings", "dag_id", "dag_id", params={"warning_type": ASSET_CONFLICT}
+            )
+            lists += [aliases, warnings]
         # Not a `with` block: on an error, a timeout or a cancellation the capture must end now,
         # not after the requests in flight (each ends by itself within the read timeout).
         self.pool = ThreadPoolExecutor(
             self.client.source.concurrency, thread_name_prefix="coremodels-capture"
         )
         try:
-            self._page(dags, 0)
-            self._page(assets, 0)
-            self._drain(dags, assets)
+            for listing in lists:
+                self._page(listing, 0)
+            self._drain()
         except BaseException:
             self.pool.shutdown(wait=False, cancel_futures=True)
             raise
         self.pool.shutdown(wait=True)
 
         self._note_changes(dags, "dags", "DAGs")
+        dags_doc: dict[str, Any] = {"dags": self._ordered_dags(dags), "total_entries": len(dags.items)}
         datasets: Any = ABSENT
-        if self.assets_failed is None:
+        if assets.failure is None:
             self._note_changes(assets, "datasets", "assets")
             datasets = {assets.key: list(assets.items.values()), "total_entries": len(assets.items)}
         else:
-            self.lossiness.append(Lossiness("datasets", f"datasets artifact ignored: {self.assets_failed}"))
+            self.lossiness.append(Lossiness("datasets", f"datasets artifact ignored: {assets.failure}"))
+        if self.v2:
+            dags_doc["dag_warnings"] = self._listed(warnings, "dags", "asset conflict warnings")
+            if datasets is not ABSENT:
+                datasets["asset_aliases"] = self._listed(aliases, "datasets", "asset aliases")
+                datasets["asset_events"] = [
+                    event for uri in sorted(self.events) for event in self.events[uri]
+                ]
         state = State(__version__, info.airflow_version, info.api_version, captured_at)
         summary = CaptureSummary(
             dags=len(dags.items),
             tasks=sum(len(r["tasks"]) for r in self.tasks.values()),
-            assets=len(assets.items) if self.assets_failed is None else 0,
+            assets=len(assets.items) if assets.failure is None else 0,
             requests=self.client.stats.requests,
             retries=self.client.stats.retries,
             seconds=time.monotonic() - started,
+            schedules=self.schedules,
+            alias_writers=self.alias_assets,
         )
-        ordered_dags = [dags.items[k] for k in sorted(dags.items)]
-        ordered_tasks = {k: self.tasks[k] for k in sorted(self.tasks)}
         return Capture(
-            dags={"dags": ordered_dags, "total_entries": len(ordered_dags)},
-            tasks=ordered_tasks,
+            dags=dags_doc,
+            tasks={k: self.tasks[k] for k in sorted(self.tasks)},
             datasets=datasets,
             state=state,
             lossiness=self.lossiness,
             summary=summary,
         )
+
+    def _ordered_dags(self, dags: _List) -> list[Any]:
+        """The DAGs by dag_id, each asset-scheduled one with the condition its details gave."""
+        ordered = []
+        for dag_id in sorted(dags.items):
+            dag = dags.items[dag_id]
+            if dag_id in self.expressions and isinstance(dag, dict):
+                key = "asset_expression" if self.v2 else "dataset_expression"
+                dag = {**dag, key: self.expressions[dag_id]}
+            ordered.append(dag)
+        return ordered
+
+    def _listed(self, listing: _List, artifact: str, noun: str) -> list[Any]:
+        if listing.failure is not None:
+            self.lossiness.append(Lossiness(artifact, f"{noun} could not be listed: {listing.failure}"))
+        return list(listing.items.values())
 
     # -- scheduling -----------------------------------------------------------------------
 
@@ -181,10 +256,16 @@ class _Crawl:
 
     def _page(self, listing: _List, offset: int) -> None:
         listing.requested.add(offset)
-        params = {"limit": PAGE_LIMIT, "offset": offset, "order_by": listing.order_by}
+        params = {**listing.params, "limit": PAGE_LIMIT, "offset": offset, "order_by": listing.order_by}
         self._submit("page", (listing, offset), self.client.get_json, listing.path, params)
 
-    def _drain(self, dags: _List, assets: _List) -> None:
+    def _drain(self) -> None:
+        handlers: dict[str, Callable[[Any, Future[Any]], None]] = {
+            "tasks": self._tasks_done,
+            "details": self._details_done,
+            "events": self._events_done,
+            "page": lambda key, future: self._page_done(key[0], key[1], future),
+        }
         while self.pending:
             try:  # a short timeout, so a cancellation from another thread (on_kill) is seen
                 future = self.done.get(timeout=0.2)
@@ -195,33 +276,29 @@ class _Crawl:
             if future is None:
                 continue
             kind, key = self.pending.pop(future)
-            if kind == "tasks":
-                self._tasks_done(key, future)
-            else:
-                listing, offset = key
-                self._page_done(listing, offset, future, on_item=self._dag_found if listing is dags else None)
+            handlers[kind](key, future)
 
-    def _page_done(
-        self, listing: _List, offset: int, future: Future[Any], on_item: Callable[[str], None] | None
-    ) -> None:
+    def _page_done(self, listing: _List, offset: int, future: Future[Any]) -> None:
+        if listing.failure is not None:
+            return  # another page of this list already failed: the list is lost as a whole
         try:
             body = future.result()
         except AuthError:
             raise
         except CaptureError as exc:
-            if on_item is not None:  # the dags list is the one thing a capture cannot do without
+            if listing.required:  # the dags list is the one thing a capture cannot do without
                 raise
-            self.assets_failed = f"the asset list could not be fetched: {exc}"
+            listing.failure = f"{listing.path} could not be fetched: {exc}"
             return
         items = body.get(listing.key) if isinstance(body, dict) else None
         total = body.get("total_entries") if isinstance(body, dict) else None
         if not isinstance(items, list):
             problem = f"{listing.path} answered without a {listing.key!r} list"
-            if on_item is not None:
+            if listing.required:
                 raise CaptureError(
                     f"{self.client.source.base_url}{self.client.api_path(listing.path)}: {problem}"
                 )
-            self.assets_failed = problem
+            listing.failure = problem
             return
         if isinstance(total, int):
             listing.first_total = total if listing.first_total is None else listing.first_total
@@ -233,8 +310,8 @@ class _Crawl:
             if item_id is None or item_id in listing.items:
                 continue  # a page boundary moved under a concurrent change: already have it
             listing.items[item_id] = raw if self.keep_raw else self._reduce(listing.key, raw)
-            if on_item is not None and isinstance(item_id, str):
-                on_item(item_id)
+            if listing.on_item is not None:
+                listing.on_item(raw)
         if offset == 0 and items:
             listing.page_size = len(items)  # the server may cap pages below our limit
             for next_offset in range(len(items), total if isinstance(total, int) else 0, len(items)):
@@ -244,6 +321,10 @@ class _Crawl:
     def _reduce(self, key: str, raw: Any) -> Any:
         if key == "dags":
             return reduce_dag(raw)
+        if key == "dag_warnings":
+            return reduce_warning(raw)
+        if key == "asset_aliases":
+            return {"name": raw.get("name")} if isinstance(raw, dict) else raw
         return reduce_asset(raw, keep_extra=self.keep_asset_extra)
 
     def _maybe_more(self, listing: _List) -> None:
@@ -261,9 +342,63 @@ class _Crawl:
             return
         self._page(listing, max(listing.requested) + listing.page_size)
 
-    def _dag_found(self, dag_id: str) -> None:
+    def _dag_found(self, raw: Any) -> None:
+        dag_id = raw["dag_id"]
+        if not isinstance(dag_id, str):
+            return
         self.dags_found += 1
-        self._submit("tasks", dag_id, self.client.get_json, f"/dags/{quote(dag_id, safe='')}/tasks")
+        path = f"/dags/{quote(dag_id, safe='')}"
+        self._submit("tasks", dag_id, self.client.get_json, f"{path}/tasks")
+        if scheduled_on_assets(raw):
+            self.schedules += 1
+            self._submit("details", dag_id, self.client.get_json, f"{path}/details")
+
+    def _asset_found(self, raw: Any) -> None:
+        """An asset reached through an alias: one page of its newest events names who wrote it."""
+        asset_id, uri = raw.get("id"), raw.get("uri")
+        if not raw.get("aliases") or not isinstance(asset_id, int) or not isinstance(uri, str):
+            return
+        self.alias_assets += 1
+        params = {"asset_id": asset_id, "limit": EVENTS_LIMIT, "order_by": "-timestamp"}
+        self._submit("events", uri, self.client.get_json, "/assets/events", params)
+
+    def _details_done(self, dag_id: str, future: Future[Any]) -> None:
+        key = "asset_expression" if self.v2 else "dataset_expression"
+        try:
+            body = future.result()
+        except AuthError:
+            raise
+        except CaptureError as exc:
+            problem = str(exc)
+        else:
+            if isinstance(body, dict) and key in body:
+                self.expressions[dag_id] = body[key]
+                return
+            problem = f"its details have no {key}"
+        self.lossiness.append(
+            Lossiness(
+                "dags", f"the asset schedule of DAG '{dag_id}' could not be captured: {problem}", dag_id
+            )
+        )
+
+    def _events_done(self, uri: str, future: Future[Any]) -> None:
+        try:
+            body = future.result()
+        except AuthError:
+            raise
+        except CaptureError as exc:
+            problem = str(exc)
+        else:
+            events = body.get("asset_events") if isinstance(body, dict) else None
+            if isinstance(events, list):
+                self.events[uri] = events if self.keep_raw else [reduce_event(e) for e in events]
+                return
+            problem = "/assets/events answered without an 'asset_events' list"
+        self.lossiness.append(
+            Lossiness(
+                "datasets", f"who writes asset '{uri}' through an alias could not be captured: {problem}", uri
+            )
+        )
 
     def _tasks_done(self, dag_id: str, future: Future[Any]) -> None:
         try:

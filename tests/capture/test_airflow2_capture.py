@@ -22,8 +22,14 @@ PASSWORD = "admin-v1-pw"
 
 
 def fixture_document() -> dict:
+    """The fixtures as a capture reads them: each dataset-triggered DAG with its details' condition."""
     paths = artifact_paths("airflow2")
-    estate = parse_artifacts(*(paths[name].read_bytes() for name in ("dags", "tasks", "datasets")))
+    dags = json.loads(paths["dags"].read_bytes())
+    details = json.loads((paths["dags"].parent / "dag_details.json").read_bytes())
+    dags["dags"] = [{**dag, **details.get(dag["dag_id"], {})} for dag in dags["dags"]]
+    estate = parse_artifacts(
+        json.dumps(dags).encode(), paths["tasks"].read_bytes(), paths["datasets"].read_bytes()
+    )
     return build_document(estate, audit(estate))
 
 
@@ -39,9 +45,17 @@ def test_v1_capture_matches_the_fixtures(max_page_limit: int) -> None:
     document = build_document(estate, audit(estate))
     assert document["fingerprint"] == fixture_document()["fingerprint"]
     assert document["findings"] == fixture_document()["findings"]
+    assert document["lossiness"] == fixture_document()["lossiness"] == []
+    datasets = {d["identity"]: d for d in document["datasets"]}
+    assert datasets["daily_revenue"]["metadata"]["airflow.assetCondition"] == (
+        '{"all":[{"asset":"s3://lake/orders.parquet"}]}'
+    )
     # Airflow 2 has no token endpoint: basic auth on every request
     assert ("POST", "/auth/token") not in requests
     assert requests[:2] == [("GET", "/api/v2/version"), ("GET", "/api/v1/version")]
+    # the details of the one dataset-triggered DAG, and no Airflow 3 alias or warning listing
+    assert [path for _, path in requests if "/details" in path] == ["/api/v1/dags/daily_revenue/details"]
+    assert not any("alias" in path or "dagWarnings" in path for _, path in requests)
 
 
 def test_datasets_total_entries_that_ignores_filters_stops_on_the_empty_page() -> None:

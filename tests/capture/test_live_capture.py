@@ -77,7 +77,9 @@ def test_capture_then_offline_audit_matches_the_recorded_fixtures(airflow_server
     )
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["dags.json", "datasets.json", "tasks.json"]
-    assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets: 10 requests, 0 retries, ")
+    assert result.stdout.startswith(
+        "captured 6 DAGs, 11 tasks, 4 assets: 14 requests (2 for asset schedules), 0 retries, "
+    )
     assert airflow_server.password not in result.stdout + result.stderr
 
     audited = cli(
@@ -101,10 +103,16 @@ def test_captured_files_have_the_documented_shapes(airflow_server, tmp_path: Pat
     )
     with AirflowApiClient(source) as client:
         result = capture(client, keep_raw=True)
-    assert set(result.dags) == {"dags", "total_entries"}
+    assert set(result.dags) == {"dags", "total_entries", "dag_warnings"}
     assert result.dags["total_entries"] == len(result.dags["dags"]) == 6
     assert all(set(response) >= {"tasks"} for response in result.tasks.values())
-    assert set(result.datasets) == {"assets", "total_entries"}
+    assert set(result.datasets) == {"assets", "total_entries", "asset_aliases", "asset_events"}
+    # the asset-scheduled DAGs carry their condition, from their details
+    conditions = {d["dag_id"]: d.get("asset_expression") for d in result.dags["dags"]}
+    assert [dag_id for dag_id, condition in conditions.items() if condition] == [
+        "customer_report",
+        "daily_revenue",
+    ]
     # raw objects are kept whole for --out: volatile fields included
     assert "last_parsed_time" in result.dags["dags"][0]
     assert result.state.api_version == "v2"
@@ -136,13 +144,17 @@ def test_reduced_capture_gives_the_same_snapshot_as_raw(airflow_server) -> None:
         "is_paused",
         "schedule_interval",
         "timetable_summary",
+        "timetable_description",
         "bundle_name",
         "relative_fileloc",
+        "asset_expression",
     }
 
 
 def test_request_count_is_the_minimum(airflow_server) -> None:
-    """version + token + 1 DAG page + 1 tasks request per DAG + 1 asset page, counted on the wire."""
+    """version + token + 1 DAG page + 1 tasks request per DAG + 1 asset page, and for the asset
+    model: the details of the 2 asset-scheduled DAGs, 1 alias page, 1 page of asset-conflict
+    warnings (no asset here is reached through an alias: no event request). Counted on the wire."""
     with CountingProxy(airflow_server.base_url) as proxy:
         source = ApiSource(proxy.base_url, username=airflow_server.username, password=airflow_server.password)
         with AirflowApiClient(source) as client:
@@ -153,10 +165,15 @@ def test_request_count_is_the_minimum(airflow_server) -> None:
                 ("POST", "/auth/token"),
                 ("GET", "/api/v2/dags?limit=100&offset=0&order_by=dag_id"),
                 ("GET", "/api/v2/assets?limit=100&offset=0&order_by=id"),
+                ("GET", "/api/v2/assets/aliases?limit=100&offset=0&order_by=id"),
+                ("GET", "/api/v2/dagWarnings?warning_type=asset+conflict&limit=100&offset=0&order_by=dag_id"),
+                ("GET", "/api/v2/dags/customer_report/details"),
+                ("GET", "/api/v2/dags/daily_revenue/details"),
             ]
             + [("GET", f"/api/v2/dags/{dag_id}/tasks") for dag_id in sorted(result.tasks)]
         )
-    assert result.summary.requests == 10
+    assert result.summary.requests == 14
+    assert (result.summary.schedules, result.summary.alias_writers) == (2, 0)
     assert result.summary.retries == 0
 
 
@@ -280,6 +297,7 @@ def test_server_capping_pages_still_yields_every_dag_and_asset(capped_server) ->
     assert dag_pages == [f"/api/v2/dags?limit=100&offset={o}&order_by=dag_id" for o in (0, 2, 4)]
     assert asset_pages == [f"/api/v2/assets?limit=100&offset={o}&order_by=id" for o in (0, 2)]
     assert all("limit=0" not in path for _, path in proxy.requests)
-    assert result.summary.requests == 13  # version, token, 3 DAG pages, 6 tasks, 2 asset pages
+    # version, token, 3 DAG pages, 6 tasks, 2 asset pages, 2 details, 1 alias page, 1 warnings page
+    assert result.summary.requests == 17
     estate = result.estate()
     assert build_document(estate, audit(estate))["fingerprint"] == fixture_document()["fingerprint"]

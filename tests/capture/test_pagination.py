@@ -6,7 +6,7 @@ import io
 from collections.abc import Iterator
 
 import pytest
-from support.local_http import ScriptedServer, json_reply
+from support.local_http import ScriptedServer, json_reply, no_aliases_no_warnings
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.capture.progress import ProgressReporter
@@ -24,6 +24,7 @@ def server() -> Iterator[ScriptedServer]:
         "/api/v2/version": json_reply({"version": "3.3.2"}),
         "/auth/token": json_reply({"access_token": "t"}, status=201),
         "/api/v2/assets": json_reply({"assets": [], "total_entries": 0}),
+        **no_aliases_no_warnings(),
     }
     with ScriptedServer(defaults) as scripted:
         yield scripted

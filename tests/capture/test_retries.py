@@ -16,7 +16,16 @@ from email.utils import format_datetime
 from typing import Any
 
 import pytest
-from support.local_http import RESET, Received, Reply, ScriptedServer, delayed, json_reply, truncated
+from support.local_http import (
+    RESET,
+    Received,
+    Reply,
+    ScriptedServer,
+    delayed,
+    json_reply,
+    no_aliases_no_warnings,
+    truncated,
+)
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
 from airflow_provider_coremodels.capture.client import NotFound
@@ -47,6 +56,7 @@ def airflow3() -> dict[str, Reply]:
         "/api/v2/dags": json_reply(DAGS),
         **{f"/api/v2/dags/{dag_id}/tasks": json_reply(tasks_of(dag_id)) for dag_id in DAG_IDS},
         "/api/v2/assets": json_reply(ASSETS),
+        **no_aliases_no_warnings(),
     }
 
 

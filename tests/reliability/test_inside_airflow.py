@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from support.local_http import ScriptedServer, delayed, json_reply
+from support.local_http import ScriptedServer, delayed, json_reply, no_aliases_no_warnings
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
 from airflow_provider_coremodels.errors import CaptureError
@@ -24,6 +24,7 @@ def server() -> Iterator[ScriptedServer]:
         "/auth/token": json_reply({"access_token": "t"}, status=201),
         "/api/v2/dags": json_reply({"dags": [{"dag_id": d} for d in DAG_IDS], "total_entries": len(DAG_IDS)}),
         "/api/v2/assets": json_reply({"assets": [], "total_entries": 0}),
+        **no_aliases_no_warnings(),
     }
     with ScriptedServer(defaults) as scripted:
         yield scripted

@@ -628,7 +628,7 @@ def test_python_m_json_stdout_is_the_document_alone(runs: Runs) -> None:
     """``--format json`` keeps stdout for the snapshot document (the contract), also with a connection."""
     outcome = runs.outcome(PYTHON_M, CASES[0])
     stdout = str(outcome.texts[0][1])
-    assert json.loads(stdout)["schemaVersion"] == 1
+    assert json.loads(stdout)["schemaVersion"] == 2
 
 
 @needs_server

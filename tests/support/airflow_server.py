@@ -38,6 +38,17 @@ DEFAULT_PASSWORD = "coremodels-test-password"
 AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 
 
+# What a scheduler does every [scheduler] parsing_cleanup_interval, without running one: activate
+# the assets DAGs reference (an asset an alias created is inactive until then) and write an
+# "asset conflict" DAG warning for every asset whose name or URI is already taken.
+_SCHEDULER_PASS = """
+from airflow.jobs.job import Job
+from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
+
+SchedulerJobRunner(job=Job())._update_asset_orphanage()
+"""
+
+
 class AirflowServerError(RuntimeError):
     """The Airflow API server (or one of its set-up commands) failed."""
 
@@ -107,7 +118,10 @@ class AirflowApiServer:
 
     ``port=None`` picks a free port; ``extra_env`` is applied last (it can override anything,
     e.g. ``{"AIRFLOW__API__MAXIMUM_PAGE_LIMIT": "2"}``); ``home=None`` uses a temporary
-    AIRFLOW_HOME that is removed on exit (a given ``home`` is kept). After start-up, ``env`` is
+    AIRFLOW_HOME that is removed on exit (a given ``home`` is kept). ``run_dags`` are run once
+    with ``airflow dags test`` before the server starts (an alias producer must have run for its
+    alias to resolve), and ``scheduler_pass`` then does the scheduler's asset pass (activation
+    and asset-conflict warnings), since no scheduler runs here. After start-up, ``env`` is
     the environment used, so ``airflow`` CLI commands can run against the same database, and
     ``timings`` holds the seconds each start-up step took.
     """
@@ -124,6 +138,8 @@ class AirflowApiServer:
         allow_import_errors: bool = False,
         startup_timeout: float = 120.0,
         command_timeout: float = 300.0,
+        run_dags: tuple[str, ...] = (),
+        scheduler_pass: bool = False,
     ) -> None:
         self.dags_folder = Path(dags_folder).resolve()
         self.port = port
@@ -134,6 +150,8 @@ class AirflowApiServer:
         self.allow_import_errors = allow_import_errors
         self.startup_timeout = startup_timeout
         self.command_timeout = command_timeout
+        self.run_dags = run_dags
+        self.scheduler_pass = scheduler_pass
 
         self.home: Path | None = None
         self.env: dict[str, str] = {}
@@ -161,6 +179,10 @@ class AirflowApiServer:
             self._prepare_home()
             self._run_cli("db", "migrate", timing="db_migrate")
             self._run_cli("dags", "reserialize", timing="dags_reserialize")
+            for dag_id in self.run_dags:
+                self._run_cli("dags", "test", dag_id, timing=f"dags_test_{dag_id}")
+            if self.scheduler_pass:
+                self._run_python(_SCHEDULER_PASS, timing="scheduler_pass")
             self._check_database()
             self._start_server()
         except BaseException:
@@ -222,14 +244,20 @@ class AirflowApiServer:
         env.update(self.extra_env)
         self.env = env
 
+    def _run_python(self, code: str, *, timing: str) -> None:
+        self._run(["-c", code], timing=timing, what="the scheduler's asset pass")
+
     def _run_cli(self, *args: str, timing: str) -> None:
+        self._run(["-m", "airflow", *args], timing=timing, what=f"`airflow {' '.join(args)}`")
+
+    def _run(self, args: list[str], *, timing: str, what: str) -> None:
         assert self.home is not None
         log_path = self.home / f"{timing}.log"
         started = time.monotonic()
         with open(log_path, "wb") as log:
             try:
                 result = subprocess.run(
-                    [sys.executable, "-m", "airflow", *args],
+                    [sys.executable, *args],
                     env=self.env,
                     cwd=self.home,
                     stdin=subprocess.DEVNULL,
@@ -240,13 +268,11 @@ class AirflowApiServer:
                 )
             except subprocess.TimeoutExpired as err:
                 raise AirflowServerError(
-                    f"`airflow {' '.join(args)}` timed out after {self.command_timeout} s:\n{_tail(log_path)}"
+                    f"{what} timed out after {self.command_timeout} s:\n{_tail(log_path)}"
                 ) from err
         self.timings[timing] = time.monotonic() - started
         if result.returncode != 0:
-            raise AirflowServerError(
-                f"`airflow {' '.join(args)}` failed with exit code {result.returncode}:\n{_tail(log_path)}"
-            )
+            raise AirflowServerError(f"{what} failed with exit code {result.returncode}:\n{_tail(log_path)}")
 
     def _check_database(self) -> None:
         """Fail early if parsing left no DAGs, or import errors (unless allow_import_errors)."""

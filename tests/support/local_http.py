@@ -281,6 +281,15 @@ RESET = Reply(reset=True)
 NOT_FOUND = json_reply({"detail": "Not Found"}, status=404)
 
 
+def no_aliases_no_warnings() -> dict[str, Reply]:
+    """What an Airflow 3 server without asset aliases or asset-conflict warnings answers to the two
+    lists the capture reads for the asset model: defaults for a scripted Airflow 3."""
+    return {
+        "/api/v2/assets/aliases": json_reply({"asset_aliases": [], "total_entries": 0}),
+        "/api/v2/dagWarnings": json_reply({"dag_warnings": [], "total_entries": 0}),
+    }
+
+
 class _ScriptedHandler(RequestHandler):
     """Answers each request with the next scripted ``Reply`` for its path."""
 

@@ -160,6 +160,8 @@ class AirflowV1ReplayServer(BackgroundHTTPServer):
         self._dags: list[dict[str, Any]] = self._load("dags.json")["dags"]
         self._tasks: dict[str, Any] = self._load("tasks.json")
         self._datasets: list[dict[str, Any]] = self._load("datasets.json")["datasets"]
+        # What GET /dags/{dag_id}/details adds to a DAG of the list: its dataset_expression.
+        self._details: dict[str, dict[str, Any]] = self._load("dag_details.json")
 
     # -- request handling (called from the handler threads) --------------------------------------
 
@@ -192,6 +194,13 @@ class AirflowV1ReplayServer(BackgroundHTTPServer):
             if dag_id not in self._tasks:
                 raise _Problem(404, "DAG not found", f"DAG with dag_id: '{dag_id}' not found")
             return 200, self._tasks[dag_id]
+        if len(endpoint) == 3 and endpoint[0] == "dags" and endpoint[2] == "details":
+            self._require_method(method)
+            self._authenticate(authorization)
+            dag = next((d for d in self._dags if d["dag_id"] == endpoint[1]), None)
+            if dag is None:
+                raise _Problem(404, "DAG not found", f"DAG with dag_id: '{endpoint[1]}' not found")
+            return 200, {**dag, **self._details.get(endpoint[1], {"dataset_expression": None})}
         if endpoint == ["datasets"]:
             self._require_method(method)
             self._authenticate(authorization)
