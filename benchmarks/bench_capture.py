@@ -8,7 +8,9 @@ sending it:
 * ``GET /api/v2/version`` (no authentication), ``POST /auth/token`` (201, a bearer token);
 * ``GET /api/v2/dags?limit&offset&order_by`` and ``GET /api/v2/assets?limit&offset&order_by``:
   pages of at most 100 (a larger ``limit`` is capped, as Airflow's ``maximum_page_limit``);
-* ``GET /api/v2/dags/{dag_id}/tasks``.
+* ``GET /api/v2/dags/{dag_id}/tasks``, and ``GET /api/v2/dags/{dag_id}/details`` (a DAG
+  scheduled on assets answers with its ``asset_expression``);
+* ``GET /api/v2/assets/aliases`` and ``GET /api/v2/dagWarnings`` (no aliases, no warnings).
 
 Bodies are encoded once, up front, so the server does next to no work per request. It is a
 threading server (a thread per connection, HTTP/1.1 keep-alive, ``TCP_NODELAY``, a listen
@@ -19,7 +21,8 @@ many connections, which shows what the server and the loopback cost on their own
 ``capture(AirflowApiClient(ApiSource(url, username, password, concurrency=C)))`` is timed from
 the first request to the returned capture. The ideal is ``requests x latency / C``, with the
 requests counted by the server and checked to be the minimum: version + token + DAG pages +
-one tasks request per DAG + asset pages.
+one tasks request per DAG + asset pages, plus what the asset model needs: one details request
+per DAG scheduled on assets, one alias page and one page of asset-conflict warnings.
 
     python benchmarks/bench_capture.py                        # M, concurrency 16 and 1, 20 ms
     python benchmarks/bench_capture.py --size S --concurrency 4,16,32 --latency-ms 10
@@ -68,12 +71,17 @@ class EstateServer(ThreadingHTTPServer):
     def __init__(self, directory: Path, latency: float) -> None:
         super().__init__(("127.0.0.1", 0), Handler)
         self.latency = latency
-        dags = json.loads((directory / "dags.json").read_bytes())["dags"]
+        captured = json.loads((directory / "dags.json").read_bytes())["dags"]
         assets = json.loads((directory / "datasets.json").read_bytes())["assets"]
         tasks = json.loads((directory / "tasks.json").read_bytes())
+        # The list answers without a DAG's condition; its details answer with it, as Airflow does.
+        dags = [{k: v for k, v in dag.items() if k != "asset_expression"} for dag in captured]
+        self.details = {dag["dag_id"]: _json(dag) for dag in captured if "asset_expression" in dag}
         self.lists = {
             "dags": {"items": dags, "keys": {"dag_id"}},
             "assets": {"items": assets, "keys": {"id", "uri", "name"}},
+            "asset_aliases": {"items": [], "keys": {"id"}},
+            "dag_warnings": {"items": [], "keys": {"dag_id"}},
         }
         self.tasks = {dag_id: _json(body) for dag_id, body in tasks.items()}
         self.pages: dict[tuple[str, int, int, str], bytes] = {}
@@ -176,8 +184,14 @@ class Handler(BaseHTTPRequestHandler):
             return "unauthorized", 401, b'{"detail":"Not authenticated"}'
         if self.command != "GET":
             return "other", 405, b'{"detail":"Method Not Allowed"}'
-        if path in ("/api/v2/dags", "/api/v2/assets"):
-            kind = path.rsplit("/", 1)[1]
+        lists = {
+            "/api/v2/dags": "dags",
+            "/api/v2/assets": "assets",
+            "/api/v2/assets/aliases": "asset_aliases",
+            "/api/v2/dagWarnings": "dag_warnings",
+        }
+        if path in lists:
+            kind = lists[path]
             try:
                 limit = min(int(query.get("limit", [DEFAULT_LIMIT])[0]), PAGE_CAP)
                 offset = int(query.get("offset", ["0"])[0])
@@ -187,6 +201,12 @@ class Handler(BaseHTTPRequestHandler):
                 return f"{kind} page", 200, server.page(kind, limit, offset, order_by)
             except ValueError as exc:
                 return "bad request", 400, _json({"detail": str(exc)})
+        if path.startswith("/api/v2/dags/") and path.endswith("/details"):
+            dag_id = unquote(path[len("/api/v2/dags/") : -len("/details")])
+            details = server.details.get(dag_id)
+            if details is None:
+                return "details", 404, b'{"detail":"DAG not found"}'
+            return "details", 200, details
         if path.startswith("/api/v2/dags/") and path.endswith("/tasks"):
             dag_id = unquote(path[len("/api/v2/dags/") : -len("/tasks")])
             body = server.tasks.get(dag_id)
@@ -301,8 +321,11 @@ def bare_crawl(base_url: str, dag_ids: list[str], concurrency: int) -> float:
 # -- the benchmark ------------------------------------------------------------------------
 
 
-def minimum_requests(n_dags: int, n_assets: int) -> int:
-    return 2 + math.ceil(n_dags / PAGE_CAP) + n_dags + max(1, math.ceil(n_assets / PAGE_CAP))
+def minimum_requests(n_dags: int, n_assets: int, n_scheduled: int = 0) -> int:
+    """version + token + DAG pages + a tasks request per DAG + asset pages, and for the asset model
+    a details request per asset-scheduled DAG, one alias page and one warnings page."""
+    lists = 2 + math.ceil(n_dags / PAGE_CAP) + n_dags + max(1, math.ceil(n_assets / PAGE_CAP))
+    return lists + n_scheduled + 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -328,13 +351,16 @@ def main(argv: list[str] | None = None) -> int:
         write_estate(tmp, args.size, seed=args.seed)
         n_assets = len(json.loads((Path(tmp) / "datasets.json").read_bytes())["assets"])
         dag_ids = list(json.loads((Path(tmp) / "tasks.json").read_bytes()))
-        minimum = minimum_requests(n_dags, n_assets)
+        captured_dags = json.loads((Path(tmp) / "dags.json").read_bytes())["dags"]
+        n_scheduled = sum("asset_expression" in dag for dag in captured_dags)
+        minimum = minimum_requests(n_dags, n_assets, n_scheduled)
         print(f"machine: {machine()}; {load_note('at the start')}")
         dag_pages, asset_pages = math.ceil(n_dags / PAGE_CAP), max(1, math.ceil(n_assets / PAGE_CAP))
         print(f"estate {args.size}: {n_dags:,} DAGs, {n_assets:,} assets; "
               f"latency {args.latency_ms:g} ms per response; minimum requests {minimum:,} "
               f"(version + token + {dag_pages} DAG pages + {n_dags:,} tasks "
-              f"+ {asset_pages} asset pages)\n")  # fmt: skip
+              f"+ {asset_pages} asset pages + {n_scheduled:,} asset schedules "
+              f"+ 1 alias page + 1 warnings page)\n")  # fmt: skip
         rows = []
         with server_process(Path(tmp), latency) as base_url:
             for concurrency in concurrencies:

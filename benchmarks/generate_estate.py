@@ -13,9 +13,11 @@ fixtures.
 
 Artifacts, as ``capture --out`` names them and as the server sends the bodies (compact JSON):
 
-* ``dags.json``: ``{"dags": [...], "total_entries": n}``, sorted by dag_id;
+* ``dags.json``: ``{"dags": [...], "total_entries": n, "dag_warnings": []}``, sorted by dag_id,
+  each asset-scheduled DAG with its ``asset_expression`` (``dataset_expression`` in v1);
 * ``tasks.json``: ``{"<dag_id>": {"tasks": [...], "total_entries": n}}``;
-* ``datasets.json``: ``{"assets": [...], "total_entries": n}`` (v2) or ``{"datasets": [...]}`` (v1).
+* ``datasets.json``: ``{"assets": [...], "total_entries": n, "asset_aliases": [], "asset_events": []}``
+  (v2) or ``{"datasets": [...]}`` (v1).
 
 As a module::
 
@@ -283,12 +285,37 @@ class _Generator:
             spec["dag_id"]: {"tasks": spec["tasks"], "total_entries": len(spec["tasks"])} for spec in ordered
         }
         asset_docs = [self._asset(index + 1, asset, by_id) for index, asset in enumerate(assets)]
-        datasets_key = "assets" if self.v2 else "datasets"
+        self._conditions(dags, asset_docs)
+        if self.v2:
+            return {
+                "dags": {"dags": dags, "total_entries": len(dags), "dag_warnings": []},
+                "tasks": tasks,
+                "datasets": {
+                    "assets": asset_docs,
+                    "total_entries": len(asset_docs),
+                    "asset_aliases": [],
+                    "asset_events": [],
+                },
+            }
         return {
             "dags": {"dags": dags, "total_entries": len(dags)},
             "tasks": tasks,
-            "datasets": {datasets_key: asset_docs, "total_entries": len(asset_docs)},
+            "datasets": {"datasets": asset_docs, "total_entries": len(asset_docs)},
         }
+
+    def _conditions(self, dags: list[dict[str, Any]], asset_docs: list[dict[str, Any]]) -> None:
+        """What ``capture --out`` adds to each asset-scheduled DAG: its details' condition, a list
+        schedule on the assets that name it (``{"all": [...]}``, as Airflow reports one)."""
+        consumers_key = "scheduled_dags" if self.v2 else "consuming_dags"
+        leaves: dict[str, list[Any]] = {}
+        for doc in asset_docs:
+            leaf = {"asset": {"uri": doc["uri"], "name": doc["uri"], "group": "asset", "id": doc["id"]}}
+            for ref in doc[consumers_key]:
+                leaves.setdefault(ref["dag_id"], []).append(leaf if self.v2 else doc["uri"])
+        key = "asset_expression" if self.v2 else "dataset_expression"
+        for dag in dags:
+            if dag["dag_id"] in leaves:
+                dag[key] = {"all": leaves[dag["dag_id"]]}
 
     # -- DAGs -------------------------------------------------------------------------------
 
@@ -612,6 +639,10 @@ def check_against_fixtures(fixtures: Path | None = None) -> list[str]:
             name: json.loads((root / folder / f"{name}.json").read_bytes())
             for name in ("dags", "tasks", "datasets")
         }
+        details = root / folder / "dag_details.json"  # Airflow 2's: what capture adds from the details
+        if details.exists():
+            conditions = json.loads(details.read_bytes())
+            real["dags"]["dags"] = [{**d, **conditions.get(d["dag_id"], {})} for d in real["dags"]["dags"]]
         ours = generate(20, seed=1, api=api)
         pairs = {
             "dag": (real["dags"]["dags"], ours["dags"]["dags"]),
