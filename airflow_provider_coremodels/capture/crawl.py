@@ -283,9 +283,7 @@ class _Crawl:
             return  # another page of this list already failed: the list is lost as a whole
         try:
             body = future.result()
-        except AuthError:
-            raise
-        except CaptureError as exc:
+        except CaptureError as exc:  # an AuthError too: a user may read DAGs but not, say, warnings
             if listing.required:  # the dags list is the one thing a capture cannot do without
                 raise
             listing.failure = f"{listing.path} could not be fetched: {exc}"

@@ -14,7 +14,12 @@ from typing import Any
 
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
-from airflow_provider_coremodels.core.render import as_sentence, baseline_sentence, severity_counts
+from airflow_provider_coremodels.core.render import (
+    as_sentence,
+    asset_model_line,
+    baseline_sentence,
+    severity_counts,
+)
 from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT, most_severe_first
 
 MAX_ROWS = 50  # per table
@@ -126,7 +131,9 @@ def _summary(document: Mapping[str, Any]) -> str:
     if state.get("capturedAt"):
         source.append(f"captured {_text(state['capturedAt'])}")
     source.append(f"fingerprint {_code(document.get('fingerprint') or 'none')}")
-    return f"{line}  \n{', '.join(source)}"
+    asset_model = asset_model_line(document)
+    extra = f"  \n{_text(as_sentence(asset_model))}" if asset_model else ""
+    return f"{line}  \n{', '.join(source)}{extra}"
 
 
 def _count_line(open_findings: list[dict[str, Any]], waived: int) -> str:

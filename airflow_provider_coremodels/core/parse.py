@@ -630,9 +630,9 @@ def _parse_datasets(
             # of someone else's data: no DAG -> asset -> same DAG loop.
             if not lineage.has_producer(dag_id, uri):
                 lineage.consumes(dag_id, uri, via=VIA_INLET)
-    if isinstance(doc, dict):
-        _alias_writers(doc, aliased, lineage, records)
-        _unresolved_aliases(doc, aliased, records)
+    riding = doc if isinstance(doc, dict) else {}  # a bare array carries no aliases or events
+    _alias_writers(riding, aliased, lineage, records)
+    _unresolved_aliases(riding, aliased, records)
     return True
 
 
@@ -709,8 +709,9 @@ def _unresolved_aliases(
 
 def _unresolved_alias(alias: str) -> str:
     return (
-        f"alias '{alias}' resolves to no asset yet: what is written through it, and what its "
-        "consumers read, is known only once a producer has written through it"
+        f"alias '{alias}' resolves to no asset in the datasets artifact: nothing has been written "
+        "through it yet (or, on Airflow 2, the API does not say), so what is written through it, "
+        "and what its consumers read, is unknown"
     )
 
 
@@ -809,12 +810,11 @@ def _parse_conditions(
             via = {"asset": None, "alias": VIA_ALIAS + leaf.value}.get(leaf.kind, VIA_REF)
             for uri in uris:
                 lineage.consumes(dag_id, uri, via=via)
-            if not uris:
-                problem = _unresolved(dag_id, leaf, assets)
-                subject = leaf.value if leaf.kind == "alias" else dag_id
-                if leaf.kind != "alias" or subject not in known:
-                    records.append(Lossiness("datasets", problem, subject))
-                    known.add(subject)
+            if not uris and leaf.kind != "alias":
+                records.append(Lossiness("datasets", _unresolved(dag_id, leaf, assets), dag_id))
+            elif not uris and leaf.value not in known:  # one record per alias, however many wait on it
+                records.append(Lossiness("datasets", _unresolved(dag_id, leaf, assets), leaf.value))
+                known.add(leaf.value)
     return conditions
 
 

@@ -67,6 +67,37 @@ def baseline_sentence(baseline: Any) -> str:
     return f"coverage and drift: not evaluated ({baseline.get('reason') or 'no baseline given'})"
 
 
+def asset_model_line(document: Mapping[str, Any]) -> str | None:
+    """What Airflow 3's asset model added to the lineage: edges through ``Asset.ref``, aliases and
+    inlets, watched assets, conflicts; None where none of it occurs (every view shows the same)."""
+
+    def items(key: str) -> list[Mapping[str, Any]]:  # a damaged document (the UI page's) never raises
+        value = document.get(key)
+        return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+    vias = Counter(
+        "alias" if str(e.get("via")).startswith("alias:") else str(e.get("via"))
+        for e in items("lineage")
+        if e.get("via")
+    )
+    watched = sum(
+        d.get("materialization") == "asset"
+        and isinstance(d.get("metadata"), Mapping)
+        and d["metadata"].get("airflow.watched") == "true"
+        for d in items("datasets")
+    )
+    conflicts = sum(f.get("code") == "asset-conflict" for f in items("findings"))
+    counts = (
+        (vias["ref"], "edge through Asset.ref", "edges through Asset.ref"),
+        (vias["alias"], "edge through an alias", "edges through aliases"),
+        (vias["inlet"], "edge from a task inlet", "edges from task inlets"),
+        (watched, "watched asset", "watched assets"),
+        (conflicts, "asset conflict", "asset conflicts"),
+    )
+    parts = [f"{count} {one if count == 1 else many}" for count, one, many in counts if count]
+    return f"asset model: {', '.join(parts)}" if parts else None
+
+
 def as_sentence(line: str) -> str:
     """A summary line as a sentence of prose (capitalised, with a full stop), for the report and the page."""
     return line[:1].upper() + line[1:] + "."
@@ -92,6 +123,7 @@ def render_table(document: dict[str, Any]) -> str:
     )
     lines = [
         summary_line(document),
+        *filter(None, [asset_model_line(document)]),
         baseline_sentence(document.get("baseline")),
         findings_count_line(findings),
     ]

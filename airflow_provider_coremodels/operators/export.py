@@ -14,7 +14,12 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.render import finding_line, findings_count_line, summary_line
+from airflow_provider_coremodels.core.render import (
+    asset_model_line,
+    finding_line,
+    findings_count_line,
+    summary_line,
+)
 from airflow_provider_coremodels.core.rules import FAIL_ON, failing_findings
 from airflow_provider_coremodels.core.waivers import Waiver, waivers_from_value
 from airflow_provider_coremodels.errors import CoreModelsError
@@ -130,6 +135,8 @@ class CoreModelsExportOperator(BaseOperator):
         document = result.document
         self.log.info("%s", result.capture.line())
         self.log.info("%s", summary_line(document))
+        if asset_model := asset_model_line(document):
+            self.log.info("%s", asset_model)
         self.log.info("%s", findings_count_line(document["findings"]))
         for finding in document["findings"]:
             self.log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding))

@@ -26,6 +26,7 @@ from markupsafe import Markup
 from airflow_provider_coremodels.core.lineage import LineageGraph, to_svg
 from airflow_provider_coremodels.core.render import (
     as_sentence,
+    asset_model_line,
     baseline_sentence,
     severity_breakdown,
     severity_counts,
@@ -86,6 +87,7 @@ def render_snapshot_page(
             ("External edges", external_edges),
         ],
         baseline=as_sentence(baseline_sentence(document.get("baseline"))),
+        asset_model=_asset_model(document),
         findings=findings,
         open_count=len(open_findings),
         open_summary=severity_counts(open_findings),
@@ -132,6 +134,11 @@ def _finding(raw: Mapping[str, Any]) -> dict[str, Any]:
             else ({"reason": "", "expires": ""} if waived else None)
         ),
     }
+
+
+def _asset_model(document: Mapping[str, Any]) -> str | None:
+    line = asset_model_line(document)
+    return as_sentence(line) if line else None
 
 
 def _lossiness(raw: Mapping[str, Any]) -> dict[str, str]:

@@ -95,3 +95,18 @@ def test_progress_is_a_line_every_few_seconds_in_a_log() -> None:
     progress(100, 100)  # the last one is always reported
     progress.close()
     assert stream.getvalue() == "capturing: tasks of 100/100 DAGs fetched\n"
+
+
+def test_a_user_who_may_not_read_warnings_or_aliases_still_captures(server: ScriptedServer) -> None:
+    """A 403 on a list only the asset model reads is a lossiness record, not a failed capture."""
+    server.script("/api/v2/dags", page(["a"], 1))
+    server.set_default("/api/v2/dagWarnings", json_reply({"detail": "Forbidden"}, status=403))
+    server.set_default("/api/v2/assets/aliases", json_reply({"detail": "Forbidden"}, status=403))
+    result = run(server, ["a"])
+    assert [d["dag_id"] for d in result.dags["dags"]] == ["a"]
+    assert result.dags["dag_warnings"] == [] and result.datasets["asset_aliases"] == []
+    assert sorted((r.artifact, r.message.split(":")[0]) for r in result.lossiness) == [
+        ("dags", "asset conflict warnings could not be listed"),
+        ("datasets", "asset aliases could not be listed"),
+    ]
+    assert all("HTTP 403" in r.message and PASSWORD not in r.message for r in result.lossiness)

@@ -33,8 +33,9 @@ def test_table_shows_summary_findings_and_rules(capsys) -> None:
     assert lines[0].startswith(
         "6 DAGs (2 paused) · 4 assets · 11 tasks · 7 lineage edges (0 external) · fingerprint "
     )
-    assert lines[1] == "coverage and drift: not evaluated (no baseline given)"
-    assert lines[2] == "findings: 4 (3 Warning, 1 Info)"
+    assert lines[1] == "asset model: 1 edge from a task inlet"  # daily_revenue reads fx_rates.csv
+    assert lines[2] == "coverage and drift: not evaluated (no baseline given)"
+    assert lines[3] == "findings: 4 (3 Warning, 1 Info)"
     rows = [line.split() for line in lines if line.startswith(("Warning ", "Info "))]
     assert [row[:4] for row in rows] == [
         ["Warning", "Conformance", "asset-unproduced", "s3://vendor/fx_rates.csv"],

@@ -209,7 +209,7 @@ def test_an_alias_that_resolves_to_nothing_yet_is_lossiness_once() -> None:
         asset_events=[],
     )
     assert [r[:2] for r in lossiness(document)] == [("datasets", "daily_exports")]
-    assert "resolves to no asset yet" in lossiness(document)[0][2]
+    assert "resolves to no asset in the datasets artifact" in lossiness(document)[0][2]
 
 
 # -- 4. watchers ---------------------------------------------------------------------------
@@ -423,3 +423,56 @@ def test_airflow2_examples_are_known_by_their_file() -> None:
     }
     document = audit_of([example], [])
     assert findings(document) == [("examples-loaded", "example_dags", "1 example DAG: example_bash_operator")]
+
+
+def test_every_reference_that_matches_nothing_is_its_own_record() -> None:
+    condition = {"all": [{"asset_ref": {"name": "gone"}}, {"asset_ref": {"uri": "s3://gone"}}]}
+    document = audit_of([dag("c", expression=condition)], [])
+    assert [
+        (subject, "name='gone'" in m or "uri='s3://gone'" in m) for _, subject, m in lossiness(document)
+    ] == [
+        ("c", True),
+        ("c", True),
+    ]
+
+
+def test_aliased_assets_in_a_bare_array_have_unknown_writers() -> None:
+    """A bare array carries no events: who writes through the alias is unknown, and said so."""
+    aliased = asset("s3://x", aliases=[{"name": "a"}], producing_tasks=["p"])
+    document = document_for(
+        {"dags": [dag("p", paused=True), dag("c", expression=on("s3://x"))]}, None, [aliased]
+    )
+    assert findings(document, "paused-producer") == []
+    assert [(a, s) for a, s, _ in lossiness(document) if a == "datasets"] == [("datasets", "s3://x")]
+
+
+def test_airflow2_dataset_expressions_and_aliases_where_its_api_tells_them() -> None:
+    """Airflow 2.10's dataset_expression: URI strings, and an alias by name that /datasets never resolves."""
+    dags = [
+        {"dag_id": "p", "is_paused": True, "description": "d", "owners": ["t"], "is_active": True},
+        {
+            "dag_id": "c",
+            "is_paused": False,
+            "description": "d",
+            "owners": ["t"],
+            "is_active": True,
+            "timetable_description": "Triggered by datasets",
+            "dataset_expression": {"any": ["s3://a", {"alias": "nightly"}]},
+        },
+    ]
+    datasets = {
+        "datasets": [
+            {
+                "uri": "s3://a",
+                "producing_tasks": [{"dag_id": "p", "task_id": "t"}],
+                "consuming_dags": [{"dag_id": "c"}],
+            }
+        ]
+    }
+    document = document_for(dags, {"p": [], "c": []}, datasets)
+    assert edges(document) == [("dag:c", "asset:s3://a", ""), ("asset:s3://a", "dag:p", "")]
+    assert findings(document) == [
+        ("paused-producer", "s3://a", "producers: p; active consumers: c; only an alternative input of: c")
+    ]
+    [(artifact, subject, message)] = lossiness(document)
+    assert (artifact, subject) == ("datasets", "nightly") and "on Airflow 2, the API does not say" in message

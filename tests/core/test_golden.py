@@ -124,6 +124,16 @@ def test_recorded_asset_estate_lineage_is_what_the_dag_files_declare() -> None:
     assert len(doc["lineage"]) == len(EXPECTED_ASSET_LINEAGE) and doc["lineageEdgesSkipped"] == 0
 
 
+def test_the_table_says_what_the_asset_model_added() -> None:
+    from airflow_provider_coremodels.core.render import render_table
+
+    assert render_table(document("airflow3_assets")).splitlines()[1] == (
+        "asset model: 3 edges through Asset.ref, 2 edges through aliases, 1 edge from a task inlet, "
+        "1 watched asset, 2 asset conflicts"
+    )
+    assert "asset model" not in render_table(document("airflow2"))  # nothing of it: no line
+
+
 def test_recorded_asset_estate_findings_tell_the_truth() -> None:
     doc = document("airflow3_assets")
     assert [(f["code"], f["subject"]) for f in doc["findings"]] == [

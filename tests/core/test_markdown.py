@@ -111,3 +111,14 @@ def test_a_document_over_the_cap_says_there_is_no_picture() -> None:
     report = render_markdown(document)
     assert "No picture: the snapshot was stored without datasets and lineage" in section(report, "Lineage")
     assert "- `snapshot`: over the cap" in section(report, "Lossiness (1)")
+
+
+def test_the_asset_estate_report_draws_refs_aliases_and_inlets_dashed() -> None:
+    report = render_markdown(recorded_document("airflow3_assets"))
+    assert "`asset-conflict`" in report and "only an alternative input of: valuation" in report
+    assert (
+        "Asset model: 3 edges through Asset.ref, 2 edges through aliases, 1 edge from a task inlet, "
+        "1 watched asset, 2 asset conflicts." in report
+    )
+    dashed = [line.split()[1] for line in report.splitlines() if "-.->" in line]
+    assert sorted(dashed) == sorted(["-.->|alias:daily_exports|"] * 2 + ["-.->|ref|"] * 3 + ["-.->|inlet|"])

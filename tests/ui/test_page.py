@@ -319,3 +319,18 @@ def test_the_csp_hash_is_the_script_exactly_as_inlined_from_its_file() -> None:
     # the problem page has the same stylesheet and no script
     problem = render_problem_page("No snapshot yet", "empty", "Run the export.")
     assert re.findall(r"<style>(.*?)</style>", problem, re.S) == [style] and "<script" not in problem
+
+
+def test_the_asset_estate_shows_conflicts_lossiness_and_how_edges_were_learned() -> None:
+    document = recorded_document("airflow3_assets")
+    page = render(document)
+    codes = [r["data-code"] for r in page.rows()]
+    assert codes.count("asset-conflict") == 2 and "paused-producer" in codes
+    assert "orders_by_slash_ref" in page.text and "matches no asset" in page.text  # the lossiness
+    dashed = [a for a in page.find("path") if "via" in (a.get("class") or "").split()]
+    assert len(dashed) == len([e for e in document["lineage"] if e.get("via")]) == 6
+    assert "watched" in page.text  # the watched file's mark on the picture
+    assert (
+        "Asset model: 3 edges through Asset.ref, 2 edges through aliases, 1 edge from a task inlet, "
+        "1 watched asset, 2 asset conflicts." in page.text
+    )
