@@ -15,6 +15,7 @@ from airflow_provider_coremodels.core import build_document
 from airflow_provider_coremodels.core.capabilities import require
 from airflow_provider_coremodels.core.render import render_json, render_table
 from airflow_provider_coremodels.core.rules import failing_findings
+from airflow_provider_coremodels.core.text import printable
 from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.input_files import (
     read_artifacts,
@@ -102,7 +103,7 @@ def capture(args: argparse.Namespace) -> int:
     for name, value in files.items():
         write_atomic(out / name, json.dumps(value, ensure_ascii=False).encode("utf-8"))
     for record in result.lossiness:
-        sys.stderr.write(f"warning: {record.artifact}: {record.message}\n")
+        sys.stderr.write(f"warning: {record.artifact}: {printable(record.message)}\n")
     emit(f"{result.summary.line()} -> {out}")
     return EXIT_OK
 

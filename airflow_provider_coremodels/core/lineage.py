@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.rules import BY_CODE, severity_rank
+from airflow_provider_coremodels.core.text import printable
 
 NodeKind = Literal["dag", "asset", "external"]
 _KIND_ORDER = {"dag": 0, "external": 1, "asset": 2}
@@ -260,7 +261,9 @@ def to_mermaid(graph: LineageGraph) -> str:
 
 
 def _mermaid_text(text: str) -> str:
-    """Escape a label for a quoted Mermaid node: entity codes for what would end or format it."""
+    """Escape a label for a quoted Mermaid node: control characters as visible escapes (a line
+    break would end the statement), entity codes for what would end or format it."""
+    text = printable(text)
     for char, code in (("#", "#35;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("`", "#96;")):
         text = text.replace(char, code)
     return " ".join(text.split())
@@ -318,7 +321,9 @@ def to_dot(graph: LineageGraph) -> str:
 
 
 def _dot_string(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "")
+    """A quoted DOT string: control characters as visible escapes (no raw line break), then
+    backslashes and quotes escaped, so Graphviz shows ``\\n`` as written rather than breaking the label."""
+    escaped = printable(text).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
 
 
@@ -455,7 +460,7 @@ def to_svg(graph: LineageGraph) -> str:
             f'{x2:.1f},{y2:.1f}" marker-end="url(#coremodels-arrow)"'
         )
         if via:
-            out.append(f'<path class="edge via" {path}><title>{escape(via)}</title></path>')
+            out.append(f'<path class="edge via" {path}><title>{escape(printable(via))}</title></path>')
         else:
             out.append(f'<path class="edge" {path}/>')
     for node in graph.nodes:
@@ -471,12 +476,13 @@ def to_svg(graph: LineageGraph) -> str:
         if node.findings:
             marks.append(f"⚠ {len(node.findings)}")
         radius = 14 if node.kind == "asset" else 4
+        shown = _short(printable(node.id))
         x, y = box.x, box.y
         parts = [
             f'<g class="{" ".join(classes)}" data-id="{escape(node.id)}" data-kind="{node.kind}">',
-            f"<title>{escape(title)}</title>",
+            f"<title>{escape(printable(title))}</title>",
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{box.width:.1f}" height="{_NODE_HEIGHT}" rx="{radius}"/>',
-            f'<text x="{x + 10:.1f}" y="{y + (15 if marks else 21):.1f}">{escape(_short(node.id))}</text>',
+            f'<text x="{x + 10:.1f}" y="{y + (15 if marks else 21):.1f}">{escape(shown)}</text>',
         ]
         if marks:
             mark_text = escape(" · ".join(marks))

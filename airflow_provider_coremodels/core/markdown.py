@@ -1,8 +1,9 @@
 """A markdown report fit for a pull-request comment: summary, findings, drift, the lineage picture.
 
 Written for GitHub-flavoured markdown (GitLab renders it too): tables, a Mermaid diagram,
-``<details>`` for the long parts. Everything taken from the estate is escaped, and the long
-lists are cut, so a large estate still fits in one comment (GitHub allows 65,536 characters).
+``<details>`` for the long parts. Everything taken from the estate is escaped (its control
+characters first, as ``\\x1b`` or ``\\n``, then markdown and HTML), and the long lists are
+cut, so a large estate still fits in one comment (GitHub allows 65,536 characters).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from airflow_provider_coremodels.core.render import (
     severity_counts,
 )
 from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT, most_severe_first
+from airflow_provider_coremodels.core.text import printable
 
 MAX_ROWS = 50  # per table
 MAX_DIAGRAM_NODES = 120  # more than this is unreadable in a comment box
@@ -208,15 +210,15 @@ _SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
 
 
 def _text(value: str) -> str:
-    """Plain text in a table cell or line: markdown and HTML made inert, one line."""
-    value = " ".join(str(value).split())
+    """Plain text in a cell or line: control characters escaped, markdown and HTML made inert, one line."""
+    value = " ".join(printable(str(value)).split())
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _SPECIAL.sub(r"\\\1", value)
 
 
 def _code(value: str) -> str:
-    """Inline code that survives any backticks or pipes inside it."""
-    value = " ".join(str(value).split()).replace("|", "\\|")
+    """Inline code that survives any backticks or pipes inside it; control characters escaped first."""
+    value = " ".join(printable(str(value)).split()).replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""

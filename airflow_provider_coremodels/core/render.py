@@ -1,4 +1,10 @@
-"""Render a snapshot document for people: a findings table with a summary, for terminals and task logs."""
+"""Render a snapshot document for people: a findings table with a summary, for terminals and task logs.
+
+Every line these functions return passes the estate's text through ``printable``: a control
+character in a DAG id, an asset URI or a message is written as a visible escape (``\\x1b``,
+``\\n``), so it can neither drive the terminal nor break a line. ``render_json`` is data and
+stays exact.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any
 import msgspec
 
 from airflow_provider_coremodels.core.rules import most_severe_first, severity_rank
+from airflow_provider_coremodels.core.text import printable
 
 
 def render_json(document: dict[str, Any]) -> str:
@@ -21,7 +28,7 @@ def render_json(document: dict[str, Any]) -> str:
 
 
 def summary_line(document: dict[str, Any]) -> str:
-    """One line of facts: what was audited and its fingerprint."""
+    """One line of facts: what was audited and its fingerprint (control characters escaped)."""
     state = document["state"]
     facts, counts = state["facts"], state["counts"]
     parts = [
@@ -31,7 +38,7 @@ def summary_line(document: dict[str, Any]) -> str:
         f"{counts['lineageEdges']} lineage edges ({counts['lineageEdgesSkipped']} external)",
         f"fingerprint {document['fingerprint']}",
     ]
-    return " · ".join(parts)
+    return printable(" · ".join(parts))
 
 
 def findings_count_line(findings: list[dict[str, Any]]) -> str:
@@ -53,23 +60,27 @@ def severity_breakdown(findings: Iterable[Mapping[str, Any]]) -> list[tuple[str,
 
 
 def severity_counts(findings: Iterable[Mapping[str, Any]]) -> str:
-    """``3 Warning, 1 Info``: the breakdown as text."""
-    return ", ".join(f"{count} {severity}" for severity, count in severity_breakdown(findings))
+    """``3 Warning, 1 Info``: the breakdown as text (control characters escaped)."""
+    return printable(", ".join(f"{count} {severity}" for severity, count in severity_breakdown(findings)))
 
 
 def baseline_sentence(baseline: Any) -> str:
     """Whether coverage and drift were compared with a baseline, and if not, why (the document's
-    ``baseline`` object): the same words in the table, the markdown report and the UI page."""
+    ``baseline`` object): the same words in the table, the markdown report and the UI page, with
+    control characters escaped."""
     if not isinstance(baseline, Mapping):
         return "coverage and drift: this snapshot does not say whether a baseline was compared"
     if baseline.get("evaluated"):
-        return f"coverage and drift: evaluated against baseline {baseline.get('fingerprint') or '(unknown)'}"
-    return f"coverage and drift: not evaluated ({baseline.get('reason') or 'no baseline given'})"
+        return printable(
+            f"coverage and drift: evaluated against baseline {baseline.get('fingerprint') or '(unknown)'}"
+        )
+    return printable(f"coverage and drift: not evaluated ({baseline.get('reason') or 'no baseline given'})")
 
 
 def asset_model_line(document: Mapping[str, Any]) -> str | None:
     """What Airflow 3's asset model added to the lineage: edges through ``Asset.ref``, aliases and
-    inlets, watched assets, conflicts; None where none of it occurs (every view shows the same)."""
+    inlets, watched assets, conflicts; None where none of it occurs (every view shows the same).
+    Only counts: no text from the estate reaches it."""
 
     def items(key: str) -> list[Mapping[str, Any]]:  # a damaged document (the UI page's) never raises
         value = document.get(key)
@@ -104,11 +115,11 @@ def as_sentence(line: str) -> str:
 
 
 def finding_line(finding: dict[str, Any]) -> str:
-    """A finding on one line, as it appears in a task log."""
+    """A finding on one line, as it appears in a task log: control characters escaped, so it is one line."""
     line = f"{finding['severity']} {finding['code']} {finding['subject']}: {finding['message']}"
     if finding.get("detail"):
         line += f" ({finding['detail']})"
-    return f"{line} [{waived_text(finding['waived'])}]" if finding.get("waived") else line
+    return printable(f"{line} [{waived_text(finding['waived'])}]" if finding.get("waived") else line)
 
 
 def waived_text(waived: dict[str, Any]) -> str:
@@ -117,6 +128,11 @@ def waived_text(waived: dict[str, Any]) -> str:
 
 
 def render_table(document: dict[str, Any]) -> str:
+    """The summary lines, a findings table and what the codes mean, then the lossiness records.
+
+    Every cell and line from the estate is escaped (``printable``) before the column widths are
+    measured, so a control character can neither drive the terminal nor break a row.
+    """
     findings = sorted(
         document["findings"],
         key=lambda f: (-severity_rank(f["severity"]), f["section"], f["code"], f["subject"]),
@@ -131,11 +147,13 @@ def render_table(document: dict[str, Any]) -> str:
         rows = [("SEVERITY", "SECTION", "CODE", "SUBJECT", "DETAIL")]
         rows += [
             (
-                f["severity"],
-                f["section"],
-                f["code"],
-                f["subject"],
-                "; ".join(p for p in (f.get("detail"), f.get("waived") and waived_text(f["waived"])) if p),
+                printable(f["severity"]),
+                printable(f["section"]),
+                printable(f["code"]),
+                printable(f["subject"]),
+                printable(
+                    "; ".join(p for p in (f.get("detail"), f.get("waived") and waived_text(f["waived"])) if p)
+                ),
             )
             for f in findings
         ]
@@ -145,12 +163,12 @@ def render_table(document: dict[str, Any]) -> str:
             cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
             lines.append("  ".join([*cells, row[4]]).rstrip())
         lines.append("")
-        messages = {f["code"]: f["message"] for f in findings}
+        messages = {printable(f["code"]): printable(f["message"]) for f in findings}
         width = max(len(code) for code in messages)
         lines.extend(f"{code.ljust(width)}  {message}" for code, message in sorted(messages.items()))
     lossiness = document["lossiness"]
     if lossiness:
         lines.append("")
         lines.append(f"lossiness: {len(lossiness)} record{'s' if len(lossiness) != 1 else ''}")
-        lines.extend(f"  {r['artifact']}: {r['message']}" for r in lossiness)
+        lines.extend(printable(f"  {r['artifact']}: {r['message']}") for r in lossiness)
     return "\n".join(lines)

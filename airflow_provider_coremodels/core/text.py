@@ -1,0 +1,45 @@
+"""Text from the estate made safe to show: its control characters written as visible escapes.
+
+DAG ids, asset URIs, finding messages and lossiness records come from an Airflow deployment and
+may hold anything a DAG author or a hostile API server writes. Written raw to a terminal or a task
+log, an ESC sequence clears the screen or retitles the window, a CR or a backspace rewrites what
+was already printed, and a newline fakes a line (a finding row) of its own; in markdown, Mermaid
+or DOT a line break ends a table row or a statement. Every human view (the table, the task-log
+lines, the markdown report, the Mermaid and DOT drawings) passes such text through ``printable``
+first; the JSON document and SARIF stay exact, since JSON escapes control characters by itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls (tab, newline and CR among them), DEL, the C1 controls, the line and paragraph
+# separators, the bidi embeddings, overrides and isolates (the "Trojan Source" characters), and
+# lone surrogates (which no UTF-8 terminal or file can even be written).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _SHORT.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character replaced by a visible escape, as Python's ``repr`` writes it.
+
+    The rule: tab, newline and CR become ``\\t``, ``\\n`` and ``\\r``; every other C0 control, DEL
+    and C1 control becomes ``\\xNN`` (ESC: ``\\x1b``, BEL: ``\\x07``, NUL: ``\\x00``); U+2028,
+    U+2029, the bidi embeddings and overrides U+202A-U+202E, the bidi isolates U+2066-U+2069
+    and lone surrogates become ``\\uNNNN``. Everything else is kept as it is, printable non-ASCII
+    text (é, 日本, emoji) included, and so is a backslash: the result is for reading, not parsing
+    (the JSON document holds the exact strings), so a name that spells ``\\n`` out reads the same
+    as one holding a newline. The result holds no line break, so it stays on its line.
+
+    Common text (printable ASCII) is returned as it is after one quick check: the views call
+    this for every cell of a 10,000-DAG estate.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return _UNSAFE.sub(_escape, text)
