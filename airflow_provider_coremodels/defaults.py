@@ -16,7 +16,12 @@ CONCURRENCY = 8
 #: Seconds to wait for a response to start (read) and for a connection to open.
 READ_TIMEOUT = 60.0
 CONNECT_TIMEOUT = 10.0
-#: Seconds a capture or a push may spend retrying transient failures.
-RETRY_BUDGET = 120.0
+#: Seconds a capture, or a push, may take in all, retries included (--retry-budget): the bound on
+#: a run against a server that trickles, repeats or never ends. Ten minutes is several times what
+#: a healthy capture of 10,000 DAGs takes against a one-worker API server.
+RETRY_BUDGET = 600.0
 #: A waiver file larger than this is refused: waiver files are short lists written by people.
 MAX_WAIVER_FILE_BYTES = 16 << 20
+#: The most one HTTP response body may hold once decompressed: a DAG page or one DAG's tasks is
+#: far less; a larger body (a gzip bomb, a runaway server) is refused, not inflated.
+MAX_RESPONSE_BYTES = 64 << 20

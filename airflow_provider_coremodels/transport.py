@@ -1,13 +1,16 @@
-"""The HTTP pieces capture and the endpoint sink share: retries inside a deadline, and URLs without secrets.
+"""The HTTP pieces capture and the endpoint sink share: retries inside a deadline, bounded
+bodies, and no secret in any message.
 
 When to retry a request, and for how long: exponential backoff with jitter inside a deadline
-that bounds the whole run. Credentials written into a URL (``user:password@``) are split out
-before the URL is recorded anywhere.
+that bounds the run's retries. Every body is read as a stream, decompressed piece by piece,
+and refused past ``max_bytes`` (a gzip bomb inflates no further than that) or past a deadline
+over the whole response (a server that trickles one byte a second gets no more than one read
+timeout past it). Credentials written into a URL (``user:password@``) are split out before the
+URL is recorded anywhere, and every secret the run knows is scrubbed from every message.
 """
 
 from __future__ import annotations
 
-import logging
 import random
 import re
 import time
@@ -18,11 +21,16 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
+import urllib3
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.errors import CoreModelsError
+from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 
-log = logging.getLogger(__name__)
+log = scrubbed_logger(__name__)
+
+_CHUNK = 64 * 1024
+
 
 #: Statuses worth another try: rate limiting and the gateway/overload family. 500 is included
 #: because Airflow answers 500 for transient database errors, and every request retried is safe
@@ -48,10 +56,15 @@ class RetryPolicy:
 
 
 class Deadline:
-    """The retry budget of one capture, shared by all of its requests and threads."""
+    """The budget of one capture or push: its retries, and the whole run, shared by all of its
+    requests and threads. No request starts once it is spent, and none reads past it."""
 
     def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
         self.expires = time.monotonic() + seconds
+
+    def spent(self) -> bool:
+        return time.monotonic() >= self.expires
 
     def allows(self, delay: float) -> bool:
         return time.monotonic() + delay <= self.expires
@@ -85,51 +98,119 @@ def send_with_retries(
     on_attempt: Callable[[], None] = lambda: None,
     on_retry: Callable[[], None] = lambda: None,
     decode: bool = False,
+    max_bytes: int = defaults.MAX_RESPONSE_BYTES,
     **request: Any,
 ) -> tuple[requests.Response, Any]:
     """Send one request, retrying what is transient; return the final response (maybe a 4xx).
 
-    Transient: connection errors, timeouts, a body cut short, the statuses in RETRY_STATUSES,
-    and with ``decode`` a success whose body is not JSON (truncated on the wire). With
-    ``decode`` the decoded body comes back beside the response. Gives up with ``error`` after
-    ``policy.max_attempts`` or when the next wait would overrun the deadline.
+    Transient: connection errors, timeouts, a body cut short or too slow, the statuses in
+    RETRY_STATUSES, and with ``decode`` a success whose body is not JSON (truncated on the
+    wire). The body is read within ``max_bytes`` (decompressed) and the read timeout over the
+    whole response; it is on the response as ``content``, and with ``decode`` its JSON comes
+    back beside it (decoded strictly as UTF-8, as the offline parse decodes files). Gives up
+    with ``error`` after ``policy.max_attempts`` or when the next wait would overrun the
+    deadline; every failure, a redirect loop or a redirect to another scheme included, is
+    ``error``, its message scrubbed of secrets.
     """
     attempt = 0
     while True:
+        if deadline.spent():
+            raise error(
+                f"{method} {url}: not sent, the budget of {deadline.seconds:g} s is spent (--retry-budget)"
+            )
         attempt += 1
         on_attempt()
         retry_after: float | None = None
+        problem: str | None
         if attempt > 1 and isinstance(request.get("timeout"), tuple):
             # a retry must not outlive the budget: its read timeout is what the budget has left
             connect, read = request["timeout"]
             request["timeout"] = (connect, max(0.1, min(read, deadline.remaining())))
         try:
-            response = session.request(method, url, **request)
+            response = session.request(method, url, stream=True, **request)
         except requests.exceptions.SSLError as exc:
-            raise error(f"TLS error talking to {url}: {_reason(exc)}") from None
+            raise error(SECRETS.scrub(f"TLS error talking to {url}: {_reason(exc)}")) from None
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
             problem = f"{type(exc).__name__}: {_reason(exc)}"
+        except requests.RequestException as exc:  # too many redirects, a redirect to file:// ...
+            raise error(SECRETS.scrub(f"{method} {url} failed: {_reason(exc)}")) from None
         else:
-            if response.status_code in RETRY_STATUSES:
+            try:
+                problem = _read_body(response, max_bytes, _timeout_of(request), deadline)
+            except _TooLarge as exc:
+                raise error(SECRETS.scrub(f"{method} {url} {exc}")) from None
+            if problem is None and response.status_code in RETRY_STATUSES:
                 problem = f"HTTP {response.status_code}"
                 if response.status_code in (429, 503):  # the statuses RFC 9110 gives Retry-After
                     retry_after = parse_retry_after(response.headers.get("Retry-After"))
-            elif not decode or response.status_code >= 400:
-                return response, None
-            else:
+            elif problem is None and (not decode or response.status_code >= 300):
+                return response, None  # a redirect not followed, or a 4xx: the caller decides
+            elif problem is None:
                 try:
-                    return response, response.json()
-                except ValueError:  # a truncated or garbled body: worth another try
-                    problem = "the response body is not valid JSON"
+                    return response, decode_json(response.content)
+                except ValueError as exc:  # truncated, garbled, not UTF-8: worth another try
+                    problem = f"the response body is not valid JSON ({exc})"
         delay = policy.delay(attempt, retry_after)
         if attempt >= policy.max_attempts or not deadline.allows(delay):
             budget = f" (the retry budget of {policy.budget:g} s is spent)"
             spent = "" if attempt >= policy.max_attempts else budget
             attempts = f"{attempt} attempt{'s' if attempt > 1 else ''}"
-            raise error(f"{method} {url} failed after {attempts}: {problem}{spent}")
+            raise error(SECRETS.scrub(f"{method} {url} failed after {attempts}: {problem}{spent}"))
         log.warning("%s %s: %s; retrying in %.1f s (attempt %d)", method, url, problem, delay, attempt + 1)
         on_retry()
         time.sleep(delay)
+
+
+def decode_json(data: bytes) -> Any:
+    """A body's JSON, by the offline parse's one rule: strict UTF-8, nesting within bounds."""
+    from airflow_provider_coremodels.core.parse import decode
+
+    return decode(data)
+
+
+class _TooLarge(Exception):
+    """A body over the size limit: refused at once, since another try would send the same."""
+
+
+def _timeout_of(request: dict[str, Any]) -> float | None:
+    timeout = request.get("timeout")
+    return float(timeout[1]) if isinstance(timeout, tuple) else (float(timeout) if timeout else None)
+
+
+def _read_body(
+    response: requests.Response, max_bytes: int, seconds: float | None, deadline: Deadline
+) -> str | None:
+    """Read the whole body onto ``response`` within the limits; a transient problem, or None.
+
+    The body must arrive within the read timeout, as a whole, and within what the run's budget
+    has left: a server sending one byte a second holds a capture no longer than that.
+
+    ``read1`` returns as soon as any bytes arrive, so a trickling server is seen between reads;
+    urllib3 decompresses at most what is asked for per call, so a bomb never inflates whole.
+    """
+    started = time.monotonic()
+    seconds = min(seconds, deadline.remaining()) if seconds is not None else deadline.remaining()
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            chunk = response.raw.read1(_CHUNK, decode_content=True)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > max_bytes:
+                raise _TooLarge(f"answered a body over the {max_bytes:,}-byte limit (after decompression)")
+            chunks.append(chunk)
+            if time.monotonic() - started > seconds:
+                return f"the response body took over {seconds:g} s to arrive"
+    except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as exc:
+        # a body cut short, a connection reset, a corrupt gzip stream: worth another try
+        return f"the response body could not be read: {type(exc).__name__}: {_reason(exc)}"
+    finally:
+        response.close()
+    response._content = b"".join(chunks)  # what .content, .text and .json() read from now on
+    response._content_consumed = True
+    return None
 
 
 _TRANSPORT_REASON = re.compile(
@@ -156,13 +237,16 @@ def strip_userinfo(url: str, *, keep_query: bool = False) -> tuple[str, str | No
     A base URL loses its query and trailing slash (paths are appended to it); an endpoint
     (``keep_query``) keeps its path and query exactly.
     """
-    parts = urlsplit(url.strip())
-    if not parts.scheme or not parts.netloc:
+    try:  # a parser's own message may quote part of a password: never pass it on
+        parts = urlsplit(url.strip())
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        raise ValueError(f"not a valid URL: {redact_url(url)!r}") from None
+    if parts.scheme not in ("http", "https") or not host:
         raise ValueError(f"not an http(s) URL: {redact_url(url)!r}")
-    host = parts.hostname or ""
     if ":" in host:  # IPv6
         host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
+    netloc = f"{host}:{port}" if port else host
     if keep_query:
         clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
     else:
@@ -171,11 +255,14 @@ def strip_userinfo(url: str, *, keep_query: bool = False) -> tuple[str, str | No
 
 
 def redact_url(url: str) -> str:
-    """The URL with any user info replaced, for messages about URLs that could not be parsed."""
+    """The URL with any user info replaced, for messages about URLs that could not be parsed.
+
+    Everything up to the last ``@`` goes: a password may hold ``/``, ``?`` or ``#``, which end
+    an authority for a URL parser, so the authority cannot be trusted to end where they are.
+    """
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = "***@" + authority.rpartition("@")[2]
-    return f"{scheme}{sep}{authority}{slash}{path}"
+    if "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    return SECRETS.scrub(f"{scheme}{sep}{rest}")

@@ -14,6 +14,16 @@ os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 from support.helpers import FIXTURES
 
 
+@pytest.fixture(autouse=True)
+def _forget_secrets():
+    """The registry of secrets to scrub is process-wide, as Airflow's masker is: a test's
+    passwords ("nope") must not scrub the next test's messages."""
+    yield
+    from airflow_provider_coremodels.redaction import SECRETS
+
+    SECRETS.clear()
+
+
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES

@@ -7,7 +7,6 @@ Credentials never appear in a log line, an error message or a recorded URL.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from dataclasses import dataclass, field
@@ -18,9 +17,17 @@ from requests.adapters import HTTPAdapter
 
 from airflow_provider_coremodels import __version__, defaults
 from airflow_provider_coremodels.errors import AuthError, CaptureError
-from airflow_provider_coremodels.transport import Deadline, RetryPolicy, send_with_retries, strip_userinfo
+from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.transport import (
+    Deadline,
+    RetryPolicy,
+    decode_json,
+    redact_url,
+    send_with_retries,
+    strip_userinfo,
+)
 
-log = logging.getLogger(__name__)
+log = scrubbed_logger(__name__)
 
 USER_AGENT = f"airflow-provider-coremodels/{__version__}"
 
@@ -51,6 +58,7 @@ class ApiSource:
             object.__setattr__(self, "password", password)
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        SECRETS.add(self.password, self.token)
 
 
 @dataclass
@@ -77,7 +85,7 @@ class AirflowApiClient:
         self.retry = retry or RetryPolicy()
         self.stats = Stats()
         self.info: ApiInfo | None = None
-        self._deadline = Deadline(self.retry.budget)
+        self.deadline = Deadline(self.retry.budget)
         self._lock = threading.Lock()  # counters
         self._token_lock = threading.Lock()  # one renewal at a time; held while the renewal request runs
         self._cancelled = threading.Event()
@@ -116,7 +124,7 @@ class AirflowApiClient:
 
     def connect(self) -> ApiInfo:
         """Detect the API generation and authenticate: the first requests of a capture."""
-        self._deadline = Deadline(self.retry.budget)
+        self.deadline = Deadline(self.retry.budget)
         self.info = self._detect()
         if self._uses_jwt:
             self._bearer = self._new_token()
@@ -144,13 +152,21 @@ class AirflowApiClient:
         raise CaptureError(f"no Airflow REST API at {self.source.base_url}: " + " and ".join(statuses))
 
     def _new_token(self) -> str:
+        # The body carries the password: a redirect is never followed, to this origin or another.
         response, body = self._send(
             "POST",
             "/auth/token",
             json={"username": self.source.username, "password": self.source.password or ""},
             authenticated=False,
             decode=True,
+            allow_redirects=False,
         )
+        if response.is_redirect or response.is_permanent_redirect:
+            target = redact_url(response.headers.get("Location", "an unnamed location"))
+            raise AuthError(
+                f"{self._url('/auth/token')} answered HTTP {response.status_code}, a redirect to {target}: "
+                "the password is never sent after a redirect; point the connection at the API server itself"
+            )
         if response.status_code in (401, 403):
             raise AuthError(
                 f"authentication refused by {self._url('/auth/token')}: HTTP {response.status_code} "
@@ -161,6 +177,7 @@ class AirflowApiClient:
         token = body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
             raise CaptureError(f"{self._url('/auth/token')} answered without an access_token")
+        SECRETS.add(token)
         return token
 
     # -- requests -------------------------------------------------------------------------
@@ -213,6 +230,7 @@ class AirflowApiClient:
         json: Any = None,
         authenticated: bool = True,
         decode: bool = False,
+        allow_redirects: bool = True,
     ) -> tuple[requests.Response, Any]:
         """Send with retries on transient failures; the response returned is final (maybe a 4xx)."""
         headers = {"Authorization": f"Bearer {self._bearer}"} if authenticated and self._bearer else {}
@@ -221,7 +239,7 @@ class AirflowApiClient:
             method,
             self._url(path),
             policy=self.retry,
-            deadline=self._deadline,
+            deadline=self.deadline,
             error=CaptureError,
             on_attempt=self._count_request,
             on_retry=self._count_retry,
@@ -230,6 +248,7 @@ class AirflowApiClient:
             json=json,
             headers=headers,
             timeout=(self.source.connect_timeout, self.source.read_timeout),
+            allow_redirects=allow_redirects,
         )
 
     def _count_request(self) -> None:
@@ -257,7 +276,7 @@ class AirflowApiClient:
 def _problem(response: requests.Response) -> str:
     """The server's own error message, when it sent one (FastAPI's ``detail``, connexion's ``detail``)."""
     try:
-        body = response.json()
+        body = decode_json(response.content)
     except ValueError:
         return ""
     detail = body.get("detail") if isinstance(body, dict) else None
@@ -267,4 +286,4 @@ def _problem(response: requests.Response) -> str:
             for item in detail
             if isinstance(item, dict) and item.get("msg")
         )
-    return f": {detail}" if isinstance(detail, str) and detail else ""
+    return SECRETS.scrub(f": {detail[:500]}") if isinstance(detail, str) and detail else ""

@@ -16,9 +16,9 @@ the export's answer.
 
 from __future__ import annotations
 
-import logging
 import queue
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -39,8 +39,9 @@ from airflow_provider_coremodels.core.parse import (
     scheduled_on_assets,
 )
 from airflow_provider_coremodels.errors import AuthError, CaptureError
+from airflow_provider_coremodels.redaction import scrubbed_logger
 
-log = logging.getLogger(__name__)
+log = scrubbed_logger(__name__)
 
 PAGE_LIMIT = 100
 
@@ -113,7 +114,11 @@ class _List:
     required: bool = False
     on_item: Callable[[Any], None] | None = None
     failure: str | None = None
+    stopped: str | None = None  # why paging stopped early (a server that repeats or never ends)
     items: dict[Any, Any] = field(default_factory=dict)
+    in_flight: int = 0  # page requests out now: never more than the crawl's window
+    next_offset: int = 0  # the next page of the first sweep, up to planned_end
+    planned_end: int = 0  # the total the first page announced
     page_size: int = 0
     first_total: int | None = None
     last_total: int | None = None
@@ -161,6 +166,9 @@ class _Crawl:
         self.dags_found = 0
         self.schedules = 0
         self.alias_assets = 0
+        self.window = max(4, 4 * client.source.concurrency)  # requests per list, and per-item ones
+        self.backlog: deque[tuple[str, Any, Callable[..., Any], tuple[Any, ...]]] = deque()
+        self.items_in_flight = 0
 
     def run(self) -> Capture:
         started = time.monotonic()
@@ -254,7 +262,24 @@ class _Crawl:
         self.pending[future] = (kind, key)
         future.add_done_callback(self.done.put)
 
+    def _later(self, kind: str, key: Any, func: Callable[..., Any], *args: Any) -> None:
+        """A per-item request (tasks, details, events): queued, and sent as the window allows.
+
+        However many items a page brings (a server that ignores ``limit`` may send a million),
+        no more than ``window`` of these requests exist at once: memory follows the requests
+        in flight and the answers received, not what a server claims.
+        """
+        self.backlog.append((kind, key, func, args))
+        self._pump()
+
+    def _pump(self) -> None:
+        while self.backlog and self.items_in_flight < self.window:
+            kind, key, func, args = self.backlog.popleft()
+            self.items_in_flight += 1
+            self._submit(kind, key, func, *args)
+
     def _page(self, listing: _List, offset: int) -> None:
+        listing.in_flight += 1
         listing.requested.add(offset)
         params = {**listing.params, "limit": PAGE_LIMIT, "offset": offset, "order_by": listing.order_by}
         self._submit("page", (listing, offset), self.client.get_json, listing.path, params)
@@ -266,21 +291,31 @@ class _Crawl:
             "events": self._events_done,
             "page": lambda key, future: self._page_done(key[0], key[1], future),
         }
-        while self.pending:
+        while self.pending or self.backlog:
             try:  # a short timeout, so a cancellation from another thread (on_kill) is seen
                 future = self.done.get(timeout=0.2)
             except queue.Empty:
                 future = None
             if self.client.cancelled:
                 raise CaptureError("the capture was cancelled")
+            if self.client.deadline.spent():
+                budget = self.client.deadline.seconds
+                raise CaptureError(
+                    f"the capture of {self.client.source.base_url} did not finish within its budget of "
+                    f"{budget:g} s (--retry-budget): {self.dags_found} DAGs listed so far"
+                )
             if future is None:
                 continue
             kind, key = self.pending.pop(future)
+            if kind != "page":
+                self.items_in_flight -= 1
             handlers[kind](key, future)
+            self._pump()
 
     def _page_done(self, listing: _List, offset: int, future: Future[Any]) -> None:
-        if listing.failure is not None:
-            return  # another page of this list already failed: the list is lost as a whole
+        listing.in_flight -= 1
+        if listing.failure is not None or listing.stopped is not None:
+            return  # another page of this list failed, or its paging was stopped
         try:
             body = future.result()
         except CaptureError as exc:  # an AuthError too: a user may read DAGs but not, say, warnings
@@ -303,18 +338,47 @@ class _Crawl:
             listing.last_total = total
         if not items:
             listing.ended = True
+        new = 0
         for raw in items:
             item_id = raw.get(listing.id_key) if isinstance(raw, dict) else None
             if item_id is None or item_id in listing.items:
                 continue  # a page boundary moved under a concurrent change: already have it
+            new += 1
             listing.items[item_id] = raw if self.keep_raw else self._reduce(listing.key, raw)
             if listing.on_item is not None:
                 listing.on_item(raw)
+        if offset and items and not new:
+            # The same items again: a server that ignores offset would send them forever.
+            self._stop(listing, f"the page at offset {offset} repeated {len(items)} items already listed")
+            return
         if offset == 0 and items:
             listing.page_size = len(items)  # the server may cap pages below our limit
-            for next_offset in range(len(items), total if isinstance(total, int) else 0, len(items)):
-                self._page(listing, next_offset)
+            listing.next_offset = len(items)
+            listing.planned_end = total if isinstance(total, int) else 0
+        self._fill(listing)
         self._maybe_more(listing)
+
+    def _fill(self, listing: _List) -> None:
+        """Request the first sweep's pages, no more than ``window`` of them out at once.
+
+        A ``total_entries`` of a billion schedules nothing up front: each answer makes room for
+        the next request, so pages follow what arrives.
+        """
+        while listing.in_flight < self.window and listing.next_offset < listing.planned_end:
+            self._page(listing, listing.next_offset)
+            listing.next_offset += listing.page_size
+
+    def _stop(self, listing: _List, why: str) -> None:
+        """Stop paging ``listing`` for good, saying what was kept (a lossiness record)."""
+        listing.stopped = why
+        artifact = "dags" if listing.required else "datasets"
+        self.lossiness.append(
+            Lossiness(
+                artifact,
+                f"{listing.path} paging stopped: {why}; kept the {len(listing.items)} listed "
+                f"(the server said {listing.last_total})",
+            )
+        )
 
     def _reduce(self, key: str, raw: Any) -> Any:
         if key == "dags":
@@ -332,11 +396,15 @@ class _Crawl:
         the server's ``total_entries`` is not to be trusted (Airflow 2's datasets count ignored
         filters); an empty page ends it either way.
         """
-        if listing.ended or not listing.page_size:
+        if listing.ended or not listing.page_size or listing.stopped is not None:
             return
-        if any(kind == "page" and key[0] is listing for kind, key in self.pending.values()):
+        if listing.in_flight or listing.next_offset < listing.planned_end:
             return
         if listing.last_total is not None and len(listing.items) >= listing.last_total:
+            return
+        first = listing.first_total or 0
+        if len(listing.items) >= max(2 * first, first + 10 * listing.page_size):
+            self._stop(listing, "the list kept growing past twice what it first announced")
             return
         self._page(listing, max(listing.requested) + listing.page_size)
 
@@ -345,11 +413,16 @@ class _Crawl:
         if not isinstance(dag_id, str):
             return
         self.dags_found += 1
+        if dag_id in (".", ".."):
+            # Legal dag_ids that no URL path can name: encoded or not, clients and servers read
+            # them as "here" and "up", and /dags/../tasks is another endpoint.
+            self._tasks_lost(dag_id, f"a dag_id of {dag_id!r} cannot be named in a URL path; not requested")
+            return
         path = f"/dags/{quote(dag_id, safe='')}"
-        self._submit("tasks", dag_id, self.client.get_json, f"{path}/tasks")
+        self._later("tasks", dag_id, self.client.get_json, f"{path}/tasks")
         if scheduled_on_assets(raw):
             self.schedules += 1
-            self._submit("details", dag_id, self.client.get_json, f"{path}/details")
+            self._later("details", dag_id, self.client.get_json, f"{path}/details")
 
     def _asset_found(self, raw: Any) -> None:
         """An asset reached through an alias: one page of its newest events names who wrote it."""
@@ -358,7 +431,7 @@ class _Crawl:
             return
         self.alias_assets += 1
         params = {"asset_id": asset_id, "limit": EVENTS_LIMIT, "order_by": "-timestamp"}
-        self._submit("events", uri, self.client.get_json, "/assets/events", params)
+        self._later("events", uri, self.client.get_json, "/assets/events", params)
 
     def _details_done(self, dag_id: str, future: Future[Any]) -> None:
         key = "asset_expression" if self.v2 else "dataset_expression"

@@ -174,7 +174,7 @@ SOURCE = (
             "type": _seconds,
             "default": defaults.RETRY_BUDGET,
             "metavar": "S",
-            "help": "seconds a capture may spend retrying transient failures "
+            "help": "seconds a capture (and each push) may take in all, retries included "
             f"(default: {defaults.RETRY_BUDGET:g})",
         },
     ),

@@ -34,13 +34,35 @@ def resolve(spec: CommandSpec) -> Callable[[argparse.Namespace], int]:
     return func
 
 
+#: Commands that talk to a deployment or a sink: an unforeseen failure there is exit 3, else 2.
+_REMOTE = ("capture", "export")
+
+
 def run(spec: CommandSpec, args: argparse.Namespace) -> int:
-    """Run one command and map the provider's errors to an exit code and one stderr line."""
+    """Run one command and map every failure to an exit code and one stderr line.
+
+    The provider's own errors carry their exit code. Anything else is a failure nobody
+    foresaw (a bug, or an input that found one): it still ends as one line and exit 2 or 3,
+    never a traceback, since exit 1 means findings and CI reads it so. Every line is scrubbed
+    of the secrets the run knows, and of control characters.
+    """
     try:
         return resolve(spec)(args)
     except CoreModelsError as exc:
-        sys.stderr.write(f"{exc.cli_prefix}{exc}\n")
+        _fail(f"{exc.cli_prefix}{exc}")
         return exc.exit_code
+    except (KeyboardInterrupt, BrokenPipeError):
+        raise
+    except (Exception, RecursionError) as exc:
+        _fail(f"error: unexpected {type(exc).__name__} in {spec.name}: {str(exc)[:500]}")
+        return 3 if spec.name in _REMOTE else EXIT_USAGE
+
+
+def _fail(line: str) -> None:
+    from airflow_provider_coremodels.core.text import printable
+    from airflow_provider_coremodels.redaction import SECRETS
+
+    sys.stderr.write(printable(SECRETS.scrub(line)) + "\n")
 
 
 def _spec(name: str) -> CommandSpec:

@@ -21,9 +21,11 @@ from airflow_provider_coremodels.core.render import (
     summary_line,
 )
 from airflow_provider_coremodels.core.rules import FAIL_ON, failing_findings
+from airflow_provider_coremodels.core.text import printable
 from airflow_provider_coremodels.core.waivers import Waiver, waivers_from_value
 from airflow_provider_coremodels.errors import CoreModelsError
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
+from airflow_provider_coremodels.redaction import SECRETS
 from airflow_provider_coremodels.transport import RetryPolicy
 
 if TYPE_CHECKING:
@@ -130,7 +132,7 @@ class CoreModelsExportOperator(BaseOperator):
                     waivers=waivers,
                 )
         except CoreModelsError as exc:
-            raise AirflowException(str(exc)) from exc
+            raise AirflowException(SECRETS.scrub(str(exc))) from exc
 
         document = result.document
         self.log.info("%s", result.capture.line())
@@ -141,7 +143,7 @@ class CoreModelsExportOperator(BaseOperator):
         for finding in document["findings"]:
             self.log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding))
         for record in document["lossiness"]:
-            self.log.warning("lossiness: %s: %s", record["artifact"], record["message"])
+            self.log.warning("lossiness: %s: %s", record["artifact"], printable(record["message"]))
         self.log.info("%s", result.summary_line())
 
         summary = result.summary()

@@ -12,23 +12,24 @@ An endpoint keeps no baseline that this sink can read back; the server may answe
 from __future__ import annotations
 
 import gzip
-import logging
 
 import requests
 
 from airflow_provider_coremodels import __version__, defaults
 from airflow_provider_coremodels.core.document import Document, encode, for_storage
 from airflow_provider_coremodels.errors import SinkError
+from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
 from airflow_provider_coremodels.transport import (
     Deadline,
     RetryPolicy,
+    decode_json,
     redact_url,
     send_with_retries,
     strip_userinfo,
 )
 
-log = logging.getLogger(__name__)
+log = scrubbed_logger(__name__)
 
 
 class EndpointSink(Sink):
@@ -47,6 +48,7 @@ class EndpointSink(Sink):
         # Credentials written into the URL are used (as basic auth), but never recorded with it.
         self._auth = (username, password or "") if username and not token else None
         self._token = token
+        SECRETS.add(token, password)
         self._verify = verify
         self._timeout = timeout
         self._retry = retry or RetryPolicy()
@@ -104,7 +106,7 @@ class EndpointSink(Sink):
 
 def _answer(response: requests.Response) -> dict[str, object]:
     try:
-        body = response.json()
+        body = decode_json(response.content)
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
@@ -114,7 +116,9 @@ def _message(response: requests.Response) -> str:
     """The server's error message: a JSON ``detail``/``message``/``error``, else the start of the text."""
     body = _answer(response)
     for key in ("detail", "message", "error"):
-        if isinstance(body.get(key), str) and body[key]:
-            return f": {body[key]}"
-    text = response.text.strip().splitlines()[0][:200] if response.text.strip() else ""
-    return f": {text}" if text else ""
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return SECRETS.scrub(f": {value[:500]}")
+    text = response.content[:2000].decode("utf-8", "replace").strip()
+    text = text.splitlines()[0][:200] if text else ""
+    return SECRETS.scrub(f": {text}") if text else ""

@@ -127,7 +127,7 @@ TRANSIENT = {
     "504": (Reply(504, b"", {"Content-Type": "text/plain"}), "HTTP 504"),
     "connection reset": (RESET, "ConnectionError"),
     "read timeout": (delayed(1.0, json_reply(DAGS)), "ReadTimeout"),
-    "truncated body": (truncated(json_reply(DAGS)), "ChunkedEncodingError"),
+    "truncated body": (truncated(json_reply(DAGS)), "the response body could not be read: ProtocolError"),
     "invalid JSON body": (Reply(200, b'{"dags": [{"dag_', {"Content-Type": "application/json"}), "JSON"),
 }
 

@@ -152,3 +152,34 @@ def test_source_option_errors_exit_2(capsys, tmp_path, monkeypatch, argv, env, m
     assert code == 2
     assert message in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("delimiter", ["/", "#", "?"])
+def test_a_password_holding_url_delimiters_is_never_quoted(delimiter: str) -> None:
+    """A URL parser ends the authority at "/", "#" or "?": the URL is refused, and nothing of
+    the password (its part before the delimiter included) is in the message."""
+    url = f"https://admin:Zq9{delimiter}Wk7@airflow.example.com/api"
+    assert redact_url(url) == "https://***@airflow.example.com/api"
+    with pytest.raises(ValueError, match="not a valid URL") as excinfo:
+        strip_userinfo(url)
+    assert "Zq9" not in str(excinfo.value) and "Wk7" not in str(excinfo.value)
+
+
+def test_an_at_sign_in_a_password_is_read_as_part_of_it() -> None:
+    assert strip_userinfo("https://admin:Zq9@Wk7@airflow.example.com/api") == (
+        "https://airflow.example.com/api",
+        "admin",
+        "Zq9@Wk7",
+    )
+
+
+def test_secrets_are_scrubbed_from_log_records_and_messages(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from airflow_provider_coremodels.redaction import SECRETS
+
+    ApiSource("https://airflow.example.com", username="u", password="hunter2-pw")
+    client_log = logging.getLogger("airflow_provider_coremodels.capture.client")
+    client_log.warning("server said %s", "hunter2-pw rejected")
+    assert caplog.records[-1].getMessage() == "server said *** rejected"
+    assert SECRETS.scrub("echo: hunter2-pw") == "echo: ***"

@@ -1,0 +1,197 @@
+"""Servers that lie: each mode of tests/support/hostile_api.py against a real capture.
+
+Every capture runs as a user runs it, ``python -m airflow_provider_coremodels capture`` in a
+subprocess, with a 5 s budget and a 2 s read timeout: under every mode it must end within
+the budget plus one timeout, with exit 0 (and a lossiness record where it kept what it could)
+or exit 3 and one line on stderr, never a traceback, with its peak RSS under 300 MB, and
+with no secret in anything it wrote or sent to another origin.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from support.helpers import REPO
+from support.hostile_api import TOKEN, HostileApi, gzip_bomb
+from support.local_http import ScriptedServer
+
+PASSWORD = "hostile-Canary-pa55word"
+BUDGET, TIMEOUT = 5.0, 2.0
+RSS_CEILING_MB = 300
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+    seconds: float
+    peak_rss_mb: float
+    files: dict[str, bytes]
+
+
+# Runs the CLI as python -m does, and writes the process's own peak RSS (the kernel's figure) at exit.
+_MEASURED = """
+import atexit, os, resource, runpy, sys
+atexit.register(lambda: open(os.environ["PEAK_RSS_FILE"], "w").write(
+    str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+sys.argv = ["airflow_provider_coremodels", *sys.argv[1:]]
+runpy.run_module("airflow_provider_coremodels", run_name="__main__")
+"""
+
+
+def capture(base_url: str, out: Path, *extra: str) -> Run:
+    """``capture`` in a subprocess, as a user runs it: its wall time and its peak RSS."""
+    arguments = [
+        "capture",
+        "--base-url",
+        base_url,
+        "--username",
+        "admin",
+        "--password-env",
+        "HOSTILE_PASSWORD",
+        "--retry-budget",
+        str(BUDGET),
+        "--timeout",
+        str(TIMEOUT),
+        "--out",
+        str(out),
+        *extra,
+    ]
+    peak_file = out.parent / f"{out.name}.peak-rss"
+    env = {**os.environ, "HOSTILE_PASSWORD": PASSWORD, "PEAK_RSS_FILE": str(peak_file)}
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-c", _MEASURED, *arguments], capture_output=True, env=env, cwd=REPO, timeout=120
+    )
+    seconds = time.monotonic() - started
+    files = {p.name: p.read_bytes() for p in out.iterdir()} if out.exists() else {}
+    peak_mb = int(peak_file.read_text()) / 1024
+    return Run(result.returncode, result.stdout.decode(), result.stderr.decode(), seconds, peak_mb, files)
+
+
+def assert_ended_cleanly(run: Run, *, code: int) -> None:
+    assert run.code == code, run.err
+    assert run.seconds < BUDGET + TIMEOUT + 4, f"{run.seconds:.1f} s"  # + interpreter start-up
+    assert run.peak_rss_mb < RSS_CEILING_MB, f"peak RSS {run.peak_rss_mb:.0f} MB"
+    assert "Traceback" not in run.err
+    errors = [line for line in run.err.splitlines() if line.startswith("error:")]
+    if code:  # retries are logged as warnings before it; the failure itself is one line, the last
+        assert errors == run.err.strip().splitlines()[-1:], run.err
+    else:
+        assert errors == [], run.err
+    for text in (run.out, run.err, *(b.decode("utf-8", "replace") for b in run.files.values())):
+        assert PASSWORD not in text and TOKEN not in text
+
+
+FAILING = {
+    # class 1: memory the server decides
+    "gzip-bomb": "over the 67,108,864-byte limit (after decompression)",
+    # class 2: no real deadline
+    "trickle": "took over",
+    "lying-total": "did not finish within its budget of 5 s",
+    # class 3 and 5: redirects
+    "token-redirect": "the password is never sent after a redirect",
+    "redirect-loop": "Exceeded",
+    "redirect-file": "No connection adapters were found",
+    # class 4: secrets echoed back
+    "echo-secrets": "HTTP 403",
+    # class 5: a body that would overflow the stack
+    "deep-json": "nested too deeply",
+    # class 10: bytes that are not UTF-8, refused as the offline parse refuses them
+    "bad-utf8": "utf-8",
+}
+
+
+@pytest.mark.parametrize(("mode", "says"), FAILING.items(), ids=FAILING.keys())
+def test_a_lying_server_ends_the_capture_with_exit_3_and_one_line(
+    tmp_path: Path, mode: str, says: str
+) -> None:
+    gzip_bomb()  # made before the server answers, so making it is not what the client waits for
+    with (
+        ScriptedServer() as elsewhere,
+        HostileApi(mode, password=PASSWORD, redirect_to=elsewhere.base_url) as api,
+    ):
+        run = capture(api.base_url, tmp_path / "out")
+        assert_ended_cleanly(run, code=3)
+        assert says in run.err
+        assert elsewhere.received == []  # nothing, let alone the password, went to another origin
+    print(f"{mode}: exit {run.code} in {run.seconds:.1f} s, peak RSS {run.peak_rss_mb:.0f} MB")
+
+
+def test_a_server_that_ignores_offset_is_paged_once_and_said_so(tmp_path: Path) -> None:
+    with HostileApi("ignores-offset") as api:
+        run = capture(api.base_url, tmp_path / "out")
+        dag_pages = api.count("/api/v2/dags?")
+    assert_ended_cleanly(run, code=0)
+    assert dag_pages <= 3
+    assert re.search(
+        r"/dags paging stopped: the page at offset \d+ repeated 100 items already listed", run.err
+    )
+
+
+def test_endless_pages_stop_at_twice_what_the_list_announced(tmp_path: Path) -> None:
+    with HostileApi("endless") as api:
+        run = capture(api.base_url, tmp_path / "out")
+    assert run.code in (0, 3), run.err
+    assert_ended_cleanly(run, code=run.code)
+    assert "kept growing" in run.err or "did not finish within its budget" in run.err
+
+
+def test_a_server_that_ignores_limit_never_queues_every_task_request_at_once(tmp_path: Path) -> None:
+    """200,000 DAGs in one page: a tasks request each, but only a window of them exists at once."""
+    with HostileApi("ignores-limit") as api:
+        run = capture(api.base_url, tmp_path / "out", "--concurrency", "4")
+        most = api.max_in_flight
+    assert_ended_cleanly(run, code=3)  # 200,000 tasks requests do not fit in a 5 s budget
+    assert "did not finish within its budget" in run.err
+    assert most <= 4
+
+
+def test_a_get_redirect_to_another_origin_drops_the_token(tmp_path: Path) -> None:
+    with ScriptedServer() as elsewhere, HostileApi("get-redirect", redirect_to=elsewhere.base_url) as api:
+        run = capture(api.base_url, tmp_path / "out")
+        seen = elsewhere.received
+    assert run.code == 3 and "Traceback" not in run.err
+    assert seen and all("Authorization" not in r.headers for r in seen)
+
+
+def test_dag_ids_dot_and_dot_dot_never_become_another_endpoint(tmp_path: Path) -> None:
+    """``.`` and ``..`` are legal dag_ids, but /dags/../tasks is /tasks: never requested, said so."""
+    with HostileApi("dot-ids") as api:
+        run = capture(api.base_url, tmp_path / "out")
+        paths = [path for _, path in api.requests]
+    assert_ended_cleanly(run, code=0)
+    assert not [p for p in paths if "/dags/." in p or p.startswith("/api/v2/tasks")]
+    warnings = [line for line in run.err.splitlines() if line.startswith("warning: tasks:")]
+    assert len(warnings) == 2 and all("cannot be named in a URL path" in line for line in warnings)
+
+
+def test_a_password_with_url_delimiters_never_leaks_from_a_bad_url(tmp_path: Path) -> None:
+    """userinfo holding "/", "#" or "?" ends the authority early for a URL parser."""
+    for secret in ("leak/ss-w0rd-1", "leak#ss-w0rd-2", "leak?ss-w0rd-3"):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "airflow_provider_coremodels",
+                "capture",
+                "--base-url",
+                f"http://admin:{secret}@127.0.0.1:9/",
+                "--out",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode in (2, 3), result.stderr
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("error:"), result.stderr
+        assert "leak" not in result.stderr and "w0rd" not in result.stderr, result.stderr

@@ -1,0 +1,175 @@
+"""A fake Airflow 3 API server that lies, one way per mode: for the hostile-input tests.
+
+Each mode is a way a compromised, buggy or misconfigured server (or a proxy in front of one)
+misbehaves; everything else answers as a small healthy Airflow 3.3 would (version, token, one
+DAG, its tasks, no assets, aliases or warnings). The modes:
+
+``lying-total``      ``total_entries`` of 10**9, one new DAG per page, for ever
+``gzip-bomb``        the DAG list as a gzip body that inflates to 1 GiB
+``ignores-limit``    every DAG (``HUGE_DAGS`` of them) in one page, whatever ``limit`` says
+``trickle``          the DAG list's headers at once, then its body one byte a second
+``ignores-offset``   the same first page at every offset, with an honest total
+``endless``          pages of new DAGs for ever, the total growing with them
+``token-redirect``   ``POST /auth/token`` answers 307 to ``redirect_to`` (another origin)
+``get-redirect``     the DAG list answers 302 to ``redirect_to`` (another origin)
+``redirect-loop``    the DAG list redirects to itself
+``redirect-file``    the DAG list redirects to ``file:///etc/passwd``
+``echo-secrets``     403 on the DAG list, its body repeating the bearer token and the password
+``deep-json``        the DAG list as 100,000 nested arrays
+``bad-utf8``         a DAG id holding bytes that are not UTF-8
+``dot-ids``          DAGs named ``.`` and ``..`` (legal in Airflow)
+
+``max_in_flight`` is the most requests the server had open at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import zlib
+from functools import cache
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from support.local_http import BackgroundHTTPServer, RequestHandler
+
+HUGE_DAGS = 200_000
+TOKEN = "hostile-jwt-token-value-0123456789"  # what POST /auth/token hands out
+
+
+@cache
+def gzip_bomb() -> bytes:
+    """1 GiB of zeros as one gzip member (about 1 MB), made once per test session."""
+    zeros = bytes(1 << 20)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip container
+    parts = [compressor.compress(zeros) for _ in range(1024)]
+    parts.append(compressor.flush())
+    return b"".join(parts)
+
+
+def _dag(dag_id: str) -> dict[str, Any]:
+    return {"dag_id": dag_id, "is_paused": False, "owners": ["team"], "description": "d"}
+
+
+class _Handler(RequestHandler):
+    owner: HostileApi
+
+    def answer(self, body: bytes) -> None:
+        server = self.owner
+        with server.lock:
+            server.in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        try:
+            self._answer()
+        finally:
+            with server.lock:
+                server.in_flight -= 1
+
+    def _answer(self) -> None:
+        mode = self.owner.mode
+        url = urlsplit(self.path)
+        path, query = url.path, {k: v[-1] for k, v in parse_qs(url.query).items()}
+        if path == "/api/v2/version":
+            return self._json({"version": "3.3.2", "git_version": None})
+        if path == "/auth/token":
+            if mode == "token-redirect":
+                return self._send(307, b"", {"Location": f"{self.owner.redirect_to}/auth/token"})
+            return self._json({"access_token": TOKEN, "token_type": "bearer"}, 201)
+        if path == "/api/v2/dags":
+            return self._dags(mode, int(query.get("offset", 0)))
+        if path in ("/api/v2/assets", "/api/v2/assets/aliases", "/api/v2/dagWarnings"):
+            key = {"/api/v2/assets": "assets", "/api/v2/assets/aliases": "asset_aliases"}.get(
+                path, "dag_warnings"
+            )
+            return self._json({key: [], "total_entries": 0})
+        if path.startswith("/api/v2/dags/") and path.endswith("/tasks"):
+            return self._json(
+                {"tasks": [{"task_id": "t", "operator_name": "EmptyOperator"}], "total_entries": 1}
+            )
+        return self._json({"detail": "Not Found"}, 404)
+
+    def _dags(self, mode: str, offset: int) -> None:
+        redirect = {
+            "get-redirect": f"{self.owner.redirect_to}/api/v2/dags",
+            "redirect-loop": "/api/v2/dags?loop=1",
+            "redirect-file": "file:///etc/passwd",
+        }
+        if mode in redirect:
+            return self._send(302, b"", {"Location": redirect[mode]})
+        if mode == "lying-total":
+            return self._json({"dags": [_dag(f"d{offset:010d}")], "total_entries": 10**9})
+        if mode == "gzip-bomb":
+            return self._send(200, gzip_bomb(), {"Content-Encoding": "gzip"})
+        if mode == "ignores-limit":
+            return self._json(
+                {"dags": [_dag(f"d{i:07d}") for i in range(HUGE_DAGS)], "total_entries": HUGE_DAGS}
+            )
+        if mode == "trickle":
+            body = json.dumps({"dags": [_dag("a")], "total_entries": 1}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body:
+                if self.owner.stopping.wait(1.0):
+                    return None
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:
+                    return None
+            return None
+        if mode == "ignores-offset":
+            return self._json({"dags": [_dag(f"d{i:03d}") for i in range(100)], "total_entries": 300})
+        if mode == "endless":
+            return self._json(
+                {"dags": [_dag(f"d{offset + i:010d}") for i in range(100)], "total_entries": offset + 200}
+            )
+        if mode == "echo-secrets":
+            echoed = f"token {self.headers.get('Authorization')} rejected for password {self.owner.password}"
+            return self._json({"detail": echoed}, 403)
+        if mode == "deep-json":
+            return self._send(200, b"[" * 100_000 + b"]" * 100_000, {"Content-Type": "application/json"})
+        if mode == "bad-utf8":
+            body = b'{"dags": [{"dag_id": "caf\xe9"}, {"dag_id": "caf\xe8"}], "total_entries": 2}'
+            return self._send(200, body, {"Content-Type": "application/json"})
+        if mode == "dot-ids":
+            return self._json({"dags": [_dag("."), _dag("..")], "total_entries": 2})
+        return self._json({"dags": [_dag("a")], "total_entries": 1})
+
+    def _json(self, value: Any, status: int = 200) -> None:
+        self._send(status, json.dumps(value).encode(), {"Content-Type": "application/json"})
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):  # the client gave up: that is the point of some modes
+            self.wfile.write(body)
+
+
+class HostileApi(BackgroundHTTPServer):
+    """The fake API in one mode; ``redirect_to`` is where its redirects point."""
+
+    handler_class = _Handler
+    description = "the hostile API"
+    thread_name = "hostile-api"
+
+    def __init__(self, mode: str, *, password: str = "", redirect_to: str = "http://127.0.0.1:9") -> None:
+        super().__init__()
+        self.mode = mode
+        self.password = password
+        self.redirect_to = redirect_to
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def stop(self) -> None:
+        self.stopping.set()
+        time.sleep(0)  # let trickling handlers see it
+        super().stop()
