@@ -170,3 +170,20 @@ def test_a_refused_password_fails_the_task_without_leaking_it(
     assert "authentication refused by" in log
     assert CANARY not in log
     assert not (tmp_path / "sink").exists()
+
+
+def test_a_server_echoing_the_token_and_password_fails_the_task_without_either(
+    runner_env, tmp_path: Path
+) -> None:
+    """A compromised API server repeats the bearer token and the password in its 403: the task
+    fails, naming the status, and neither reaches the task log (scrubbed, and masked by Airflow)."""
+    from support.hostile_api import TOKEN, HostileApi
+
+    with HostileApi("echo-secrets", password=CANARY) as api:
+        connection = {"conn_type": "airflow_api", "host": api.base_url, "login": "admin", "password": CANARY}
+        result = dag_test(runner_env, str(tmp_path / "sink"), AIRFLOW_CONN_AIRFLOW_API=json.dumps(connection))
+    assert marker(result.stdout, "STATE") == "failed failed"
+    log = result.stdout + result.stderr
+    assert "HTTP 403" in log
+    assert CANARY not in log and TOKEN not in log
+    assert not (tmp_path / "sink").exists()

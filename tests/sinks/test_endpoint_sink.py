@@ -11,12 +11,14 @@ import base64
 import gzip
 import json
 import logging
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from support.helpers import artifact_paths, document_for
+from support.hostile_api import gzip_bomb
 from support.local_http import RESET, Received, Reply, ScriptedServer, json_reply
 
 from airflow_provider_coremodels.core.document import Document, encode, for_storage
@@ -403,3 +405,18 @@ def test_a_redirect_is_refused_not_followed(server: ScriptedServer, document: Do
         "point the sink at the final URL (a redirected POST would lose its body)"
     )
     assert [r.method for r in server.received] == ["POST"]
+
+
+def test_a_gzip_bomb_reply_is_refused_before_it_inflates(server: ScriptedServer) -> None:
+    """The endpoint's reply is read like capture's responses: within 64 MiB once decompressed."""
+    server.script(PATH, Reply(200, gzip_bomb(), {"Content-Encoding": "gzip"}))
+    sink = EndpointSink(f"{server.base_url}{PATH}", token="t0ken-value", retry=FAST)
+    with pytest.raises(SinkError, match=re.escape("over the 67,108,864-byte limit (after decompression)")):
+        sink.push(document_for([{"dag_id": "a"}]))
+
+
+def test_a_reply_nested_too_deeply_is_no_traceback(server: ScriptedServer) -> None:
+    """A 100,000-deep reply is not the object that says "unchanged": the push counts as written."""
+    server.script(PATH, Reply(200, b"[" * 100_000 + b"]" * 100_000, {"Content-Type": "application/json"}))
+    sink = EndpointSink(f"{server.base_url}{PATH}", token="t0ken-value", retry=FAST)
+    assert sink.push(document_for([{"dag_id": "a"}])).unchanged is False
