@@ -15,19 +15,24 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import logging
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_coremodels.atomic import write_atomic
+from airflow_provider_coremodels.atomic import TEMPORARY, write_atomic_at
 from airflow_provider_coremodels.core.document import Document, encode, for_storage
 from airflow_provider_coremodels.errors import SinkError
+from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
 from airflow_provider_coremodels.sinks.layout import HISTORY, LATEST, history_name
 
-log = logging.getLogger(__name__)
+log = scrubbed_logger(__name__)
+
+LOCK = ".lock"
+_SYMLINK = "is a symbolic link; the file sink writes only into real directories"
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class DirectorySink(Sink):
@@ -93,33 +98,110 @@ class DirectorySink(Sink):
 
 
 class FileSink(DirectorySink):
-    """A local directory: atomic writes (temporary file, fsync, rename) under an exclusive lock."""
+    """A local directory: atomic writes (temporary file, fsync, rename) under an exclusive lock.
+
+    The root may itself be a symlink (whoever names the sink chooses it), but nothing in it is
+    followed: a symlinked ``history/``, ``.lock``, ``latest.json`` or temporary file is refused,
+    and ``history/`` is written and swept through a descriptor opened without following links,
+    so nothing outside the sink's own files is written or removed.
+    """
 
     def __init__(self, root: str | os.PathLike[str], uri: str | None = None) -> None:
         super().__init__(Path(root), uri or str(root))
+        self._dirs: dict[Path, int] = {}  # the root and history/, open while the lock is held
+
+    def _read(self, path: Any) -> bytes:
+        fd = self._open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the read
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
 
     def _write(self, path: Any, data: bytes) -> None:
-        write_atomic(path, data)
+        try:
+            write_atomic_at(self._dirs[path.parent], path.name, data)
+        except OSError as exc:
+            raise _naming(exc, path) from None
+
+    def _mkdir(self, path: Any) -> None:
+        if path == self.root / HISTORY:
+            self._open_history(create=True)
+        else:
+            super()._mkdir(path)
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """Two exports into one directory take turns: read baseline, compare, write."""
         self._mkdir(self.root)
-        with open(self.root / ".lock", "a+b") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+        try:
+            lock_fd = self._open(self.root / LOCK, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, dir_fd=root_fd)
             try:
-                self._sweep()
-                yield
+                fcntl.flock(lock_fd, fcntl.LOCK_EX)
+                try:
+                    self._dirs[self.root] = root_fd
+                    self._open_history(create=False)
+                    self._sweep()
+                    yield
+                finally:
+                    for path, fd in self._dirs.items():
+                        if path != self.root:
+                            os.close(fd)
+                    self._dirs.clear()
+                    fcntl.flock(lock_fd, fcntl.LOCK_UN)
             finally:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+                os.close(lock_fd)
+        finally:
+            os.close(root_fd)
+
+    def _open_history(self, *, create: bool) -> None:
+        """Open ``history/`` (making it when ``create``), refusing a symlink; a missing one is skipped."""
+        history = self.root / HISTORY
+        if history in self._dirs:
+            return
+        root_fd = self._dirs[self.root]
+        if create:
+            try:
+                os.mkdir(HISTORY, dir_fd=root_fd)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise _naming(exc, history) from None
+        try:
+            self._dirs[history] = self._open(history, os.O_RDONLY | os.O_DIRECTORY, dir_fd=root_fd)
+        except FileNotFoundError:
+            if create:
+                raise
+
+    def _open(self, path: Path, flags: int, *, dir_fd: int | None = None) -> int:
+        """Open ``path`` (its name relative to ``dir_fd`` if given) without following a symlink."""
+        name = path.name if dir_fd is not None else path
+        try:
+            fd = os.open(name, flags | os.O_NOFOLLOW | _CLOEXEC, 0o666, dir_fd=dir_fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                if stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode):
+                    raise SinkError(f"sink {self.uri}: {path} {_SYMLINK}") from None
+            raise _naming(exc, path) from None
+        if not flags & os.O_DIRECTORY and not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)  # a FIFO, a device, a directory: never read from or locked
+            raise SinkError(f"sink {self.uri}: {path} is not a regular file")
+        return fd
 
     def _sweep(self) -> None:
-        """Remove temporary files a killed writer left behind: under the lock, none is in use."""
-        for folder in (self.root, self.root / HISTORY):
-            for stale in folder.glob(".*.tmp"):
+        """Remove temporary files a killed writer left behind: under the lock, none is in use.
+
+        Only names ``write_atomic`` makes are removed, and a symlink by such a name is refused.
+        """
+        for folder, dir_fd in list(self._dirs.items()):
+            with os.scandir(dir_fd) as entries:
+                stale = [entry.name for entry in entries if TEMPORARY.fullmatch(entry.name)]
+            for name in stale:
                 with contextlib.suppress(FileNotFoundError):
-                    stale.unlink()
-                    log.info("sink %s: removed %s, left by an interrupted write", self.uri, stale.name)
+                    kind = os.lstat(name, dir_fd=dir_fd).st_mode
+                    if stat.S_ISLNK(kind):
+                        raise SinkError(f"sink {self.uri}: {folder / name} {_SYMLINK}")
+                    if stat.S_ISREG(kind):
+                        os.unlink(name, dir_fd=dir_fd)
+                        log.info("sink %s: removed %s, left by an interrupted write", self.uri, name)
 
 
 class ObjectStorageSink(DirectorySink):
@@ -141,6 +223,13 @@ class ObjectStorageSink(DirectorySink):
 
     def _mkdir(self, path: Any) -> None:
         return None
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """The same error naming the whole ``path``, not the name relative to a directory descriptor."""
+    if exc.errno is None:
+        return exc
+    return OSError(exc.errno, exc.strerror, str(path))  # OSError() picks the subclass, e.g. FileNotFoundError
 
 
 def _fingerprint_of(data: bytes | None) -> str | None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
+import sys
 
 import pytest
 from support.helpers import recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document
+from airflow_provider_coremodels.core import waivers as waivers_module
 from airflow_provider_coremodels.core.rules import MESSAGES, failing_findings
 from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers, waivers_from_value
 from airflow_provider_coremodels.errors import WaiverFileError
@@ -85,6 +88,45 @@ def test_empty_file_waives_nothing() -> None:
             "waivers[0].expires must be a date",
         ),
         (b"\xff\xfe- code", "is not UTF-8 text"),
+        # Dates: exactly YYYY-MM-DD, which fromisoformat alone does not ensure (it takes ISO weeks).
+        (
+            "- {code: dag-no-owner, subject: x, reason: r, expires: 2027-W01-1}",
+            "waivers[0].expires must be a date written YYYY-MM-DD, got '2027-W01-1'",
+        ),
+        (
+            "- {code: dag-no-owner, subject: x, reason: r, expires: '20270131'}",
+            "waivers[0].expires must be a date written YYYY-MM-DD, got '20270131'",
+        ),
+        (
+            "- {code: dag-no-owner, subject: x, reason: r, expires: 20270131}",
+            "waivers[0].expires must be a date written YYYY-MM-DD, got 20270131",
+        ),
+        (
+            "- {code: dag-no-owner, subject: x, reason: r, expires: 2027-1-3}",
+            "waivers[0].expires must be a date written YYYY-MM-DD, got '2027-1-3'",
+        ),
+        (
+            "- {code: dag-no-owner, subject: x, reason: r, expires: !!timestamp 2027-1-3}",
+            "waivers[0].expires must be a date written YYYY-MM-DD, got '2027-1-3'",
+        ),
+        (
+            "- {code: dag-no-owner, subject: x, reason: r, expires: 2027-01-31T00:00:00}",
+            "waivers[0].expires must be a date written YYYY-MM-DD, got '2027-01-31T00:00:00'",
+        ),
+        # Anchors and aliases: refused where they are written, before anything is expanded.
+        (
+            "- {code: dag-no-owner, subject: x, reason: r}\n- *entry\n",
+            "uses a YAML alias at line 2: anchors and aliases are not allowed in waiver files",
+        ),
+        (
+            "- &entry {code: dag-no-owner, subject: x, reason: r}\n",
+            "uses a YAML anchor at line 1: anchors and aliases are not allowed in waiver files",
+        ),
+        # A number Python refuses to convert (over 4,300 digits) is a YAML error, not a ValueError.
+        (
+            "- {code: dag-no-owner, subject: x, reason: r, expires: " + "9" * 5000 + "}",
+            "is not valid YAML or JSON at line 1, column 56: found a number too long to read",
+        ),
     ],
 )
 def test_malformed_files_are_refused_with_the_problem_named(text: str | bytes, problem: str) -> None:
@@ -92,6 +134,127 @@ def test_malformed_files_are_refused_with_the_problem_named(text: str | bytes, p
         parse_waivers(text)
     assert problem in str(caught.value)
     assert str(caught.value).startswith("waiver file ")
+
+
+#: Nine lists of nine aliases of the list before: 9**9 (387 million) strings once expanded, which
+#: the old parser built in memory as soon as an error message quoted the value.
+ALIAS_BOMB = "\n".join(
+    [
+        "waivers:",
+        "- code: dag-no-owner",
+        "  subject: x",
+        "  reason: r",
+        "  expires:",
+        "  - &l0 [" + ", ".join(["lol"] * 9) + "]",
+        *(f"  - &l{n} [" + ", ".join([f"*l{n - 1}"] * 9) + "]" for n in range(1, 9)),
+    ]
+)
+
+# Runs the parse in a child capped at 64 MiB more address space than it has after its imports,
+# so an expanding parser fails this test with a MemoryError instead of exhausting the machine.
+BOMB_CHILD = """
+import resource, sys, time, tracemalloc
+from airflow_provider_coremodels.core.waivers import parse_waivers
+from airflow_provider_coremodels.errors import WaiverFileError
+size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
+resource.setrlimit(resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
+text = sys.stdin.read()
+tracemalloc.start()
+began = time.perf_counter()
+try:
+    parse_waivers(text)
+except WaiverFileError as exc:
+    print(exc)
+print(time.perf_counter() - began, tracemalloc.get_traced_memory()[1])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to cap the child's memory")
+def test_an_alias_bomb_is_refused_at_once_in_bounded_memory() -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", BOMB_CHILD], input=ALIAS_BOMB, capture_output=True, text=True, timeout=30
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    message, figures = child.stdout.splitlines()
+    seconds, peak = figures.split()
+    assert message == (
+        "waiver file uses a YAML anchor at line 6: anchors and aliases are not allowed in waiver files"
+    )
+    assert float(seconds) < 0.5
+    assert int(peak) < 1 << 20  # bytes allocated while parsing: under a MiB
+
+
+def deep_block(levels: int) -> str:
+    return "".join(" " * (2 * i) + "-\n" for i in range(levels))
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nests more than 16 levels deep at line 1"),
+        ('{"a": ' * 100_000 + "1" + "}" * 100_000, "nests more than 16 levels deep at line 1"),
+        ('{"waivers": [' + "[" * 100_000 + "]" * 100_001 + "}", "nests more than 16 levels deep at line 1"),
+        (deep_block(10_000), "nests more than 16 levels deep at line 17"),
+        ("[" * 16 + "]" * 16, "waivers[0] must be a mapping"),  # 16 levels: allowed
+        ("[" * 17 + "]" * 17, "nests more than 16 levels deep at line 1"),
+    ],
+    ids=["yaml-flow-list", "json-object", "json-under-waivers", "yaml-block-list", "at-limit", "over-limit"],
+)
+def test_deep_nesting_is_refused_naming_the_line(text: str, problem: str) -> None:
+    with pytest.raises(WaiverFileError) as caught:
+        parse_waivers(text)
+    assert problem in str(caught.value)
+
+
+def test_a_recursion_error_is_a_waiver_file_error(monkeypatch) -> None:
+    """The last resort, should the nesting limit ever be raised past what the stack holds."""
+    monkeypatch.setattr(waivers_module, "MAX_DEPTH", 10**9)
+    with pytest.raises(WaiverFileError, match=r"^waiver file nests too deeply to read$"):
+        parse_waivers("[" * 100_000 + "]" * 100_000)
+
+
+@pytest.mark.parametrize(
+    ("entries", "quoted"),
+    [
+        ([{"code": "x" * 1_000_000, "subject": "s", "reason": "r"}], "waivers[0].code 'xxx"),
+        ([{"code": "dag-no-owner", "subject": "s", "reason": "r", "expires": "9" * 1_000_000}], "got '999"),
+        (
+            [
+                {
+                    "code": "dag-no-owner",
+                    "subject": "s",
+                    "reason": "r",
+                    "expires": [list(range(10**5))] * 10**3,
+                }
+            ],
+            "got [[0, 1, 2, 3, ...]",
+        ),
+        ([{"code": "dag-no-owner", "subject": "s", "reason": "r", "k" * 10**6: 1}], "unknown key(s) kkk"),
+        (
+            [{"code": "dag-no-owner", "subject": "s", "reason": "r", **{f"key{i}": i for i in range(10**5)}}],
+            "unknown key(s) key0, key1, key10, key100, key1000 and 99995 more",
+        ),
+    ],
+    ids=["long-code", "long-date", "huge-list", "long-key", "many-keys"],
+)
+def test_error_messages_quote_at_most_80_characters_of_a_value(entries: list, quoted: str) -> None:
+    with pytest.raises(WaiverFileError) as caught:
+        waivers_from_value(entries)
+    message = str(caught.value)
+    assert quoted in message
+    assert len(message) < 400, message[:400]
+
+
+@pytest.mark.parametrize(
+    "expires",
+    [dt.date(2027, 1, 31), dt.datetime(2027, 1, 31, 23, 59), "2027-01-31", " 2027-01-31 "],
+    ids=["date", "datetime", "text", "text-with-spaces"],
+)
+def test_the_operator_may_give_expiry_as_a_date_object_or_text(expires: object) -> None:
+    waivers = waivers_from_value(
+        [{"code": "dag-no-owner", "subject": "x", "reason": "r", "expires": expires}]
+    )
+    assert waivers == (Waiver("dag-no-owner", "x", "r", dt.date(2027, 1, 31)),)
 
 
 def test_a_waived_finding_is_still_reported_marked_with_its_reason() -> None:

@@ -1,17 +1,19 @@
-"""The file sink: layout, unchanged fingerprints, the snapshot cap, atomic writes and the lock."""
+"""The file sink: layout, unchanged fingerprints, the snapshot cap, atomic writes, the lock, hostile files."""
 
 from __future__ import annotations
 
 import json
 import multiprocessing
 import os
+import threading
 from pathlib import Path
 
 import pytest
 from support.helpers import document_for
 
+from airflow_provider_coremodels.atomic import TEMPORARY, temporary_name
 from airflow_provider_coremodels.core.document import encode
-from airflow_provider_coremodels.errors import SinkError
+from airflow_provider_coremodels.errors import SinkError, UsageError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
 
@@ -105,7 +107,7 @@ def test_a_failed_write_leaves_the_old_latest_and_no_temporary_file(tmp_path: Pa
     sink.push(document("a"))
     baseline = (tmp_path / "latest.json").read_bytes()
 
-    def fail(src, dst):
+    def fail(src, dst, **dir_fds):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", fail)
@@ -153,8 +155,183 @@ def test_temporary_files_of_a_killed_writer_are_swept_on_the_next_push(tmp_path:
     """A SIGKILL between write and rename leaves a hidden .tmp file; the next push removes it."""
     sink = FileSink(tmp_path)
     sink.push(document("a"))
-    (tmp_path / ".latest.json.abc123.tmp").write_bytes(b'{"half": ')
-    (tmp_path / "history" / ".20261130T060000Z-x.json.def456.tmp").write_bytes(b"{")
+    (tmp_path / temporary_name("latest.json")).write_bytes(b'{"half": ')
+    (tmp_path / "history" / temporary_name("20261130T060000Z-0123456789abcdef.json")).write_bytes(b"{")
     sink.push(document("a", "b", captured_at="2026-11-30T06:00:00Z"))
     assert [p.name for p in tmp_path.rglob("*.tmp")] == []
     assert json.loads((tmp_path / "latest.json").read_bytes())["connector"] == "airflow"
+
+
+HEX = "0123456789abcdef" * 2
+
+
+@pytest.mark.parametrize(
+    ("name", "swept"),
+    [
+        (f".latest.json.{HEX}.coremodels.tmp", True),
+        (f".20261130T060000Z-0123456789abcdef.json.{HEX}.coremodels.tmp", True),
+        (".x.tmp", False),  # someone else's temporary file
+        (".latest.json.abc12345.tmp", False),  # tempfile's format, which any program may use
+        (f".latest.json.{HEX[:-1]}.coremodels.tmp", False),
+        (f".latest.json.{HEX.upper()}.coremodels.tmp", False),
+        (f"latest.json.{HEX}.coremodels.tmp", False),
+        (f".latest.json.{HEX}.coremodels.tmp.bak", False),
+    ],
+)
+def test_the_sweep_removes_only_the_temporary_names_the_sink_makes(
+    tmp_path: Path, name: str, swept: bool
+) -> None:
+    assert TEMPORARY.fullmatch(temporary_name("latest.json"))
+    FileSink(tmp_path).push(document("a"))
+    for folder in (tmp_path, tmp_path / "history"):
+        (folder / name).write_bytes(b"not ours?")
+    FileSink(tmp_path).push(document("a", "b", captured_at="2026-11-30T06:00:00Z"))
+    for folder in (tmp_path, tmp_path / "history"):
+        assert (folder / name).exists() is not swept
+
+
+def test_written_files_get_the_mode_open_would_give_them(tmp_path: Path) -> None:
+    """The temporary file is created 0666 less the umask (not tempfile's 0600), and renamed as it is."""
+    mask = os.umask(0o027)
+    try:
+        FileSink(tmp_path).push(document("a"))
+    finally:
+        os.umask(mask)
+    assert {p.stat().st_mode & 0o777 for p in tmp_path.rglob("*.json")} == {0o640}
+
+
+def tree(root: Path) -> dict[str, object]:
+    """Every entry under ``root``, never following a symlink: a file's bytes, a link's target, ``dir``."""
+    listing: dict[str, object] = {}
+    for folder, dirs, names in os.walk(root):
+        for name in dirs + names:
+            path = Path(folder, name)
+            key = str(path.relative_to(root))
+            if path.is_symlink():
+                listing[key] = ("symlink", os.readlink(path))
+            elif path.is_dir():
+                listing[key] = "dir"
+            else:
+                listing[key] = path.read_bytes()
+    return listing
+
+
+SYMLINKED = "is a symbolic link; the file sink writes only into real directories"
+
+
+@pytest.mark.parametrize(
+    ("link", "target"),
+    [
+        ("history", "other"),
+        (".lock", "other/missing"),
+        (".lock", "other/latest.json"),
+        ("latest.json", "other/latest.json"),
+        (f".latest.json.{HEX}.coremodels.tmp", "other/.x.tmp"),
+        (f"history/.20261130T060000Z-0123456789abcdef.json.{HEX}.coremodels.tmp", "other/.x.tmp"),
+    ],
+    ids=["history", "lock-dangling", "lock", "latest", "temporary", "history-temporary"],
+)
+def test_a_symlink_in_the_sink_is_refused_and_nothing_outside_it_is_touched(
+    tmp_path: Path, link: str, target: str
+) -> None:
+    """A symlink would make the sink write, lock, read or sweep another directory: refused, all unchanged."""
+    root, other = tmp_path / "sink", tmp_path / "other"
+    other.mkdir()
+    (other / ".x.tmp").write_bytes(b"someone else's half-written file")
+    (other / f".latest.json.{HEX}.coremodels.tmp").write_bytes(b"looks like ours, but is not in the sink")
+    (other / "latest.json").write_bytes(encode(document("z")))
+    (root / link).parent.mkdir(parents=True, exist_ok=True)
+    (root / link).symlink_to(tmp_path / target)
+    before = tree(tmp_path)
+    with pytest.raises(SinkError) as caught:
+        FileSink(root).push(document("a"))
+    assert str(caught.value) == f"sink {root}: {root / link} {SYMLINKED}"
+    after = tree(tmp_path)
+    if "sink/.lock" not in before:
+        assert after.pop("sink/.lock", b"") == b""  # the sink's own lock file may have been made
+    assert after == before  # byte for byte: nothing written, swept or created, in or out of the sink
+    assert not (other / "missing").exists()
+
+
+def test_a_symlinked_latest_json_is_not_read_as_the_baseline(tmp_path: Path) -> None:
+    (tmp_path / "other.json").write_bytes(encode(document("z")))
+    (tmp_path / "sink").mkdir()
+    (tmp_path / "sink" / "latest.json").symlink_to(tmp_path / "other.json")
+    with pytest.raises(SinkError, match=f"latest.json {SYMLINKED}$"):
+        FileSink(tmp_path / "sink").read_baseline()
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "problem"),
+    [
+        ("latest.json", os.mkfifo, "{path} is not a regular file"),
+        (".lock", os.mkfifo, "{path} is not a regular file"),
+        ("latest.json", os.mkdir, "{path} is not a regular file"),
+        (".lock", os.mkdir, "[Errno 21] Is a directory: '{path}'"),
+        ("history", Path.touch, "[Errno 20] Not a directory: '{path}'"),
+        ("history", os.mkfifo, "[Errno 20] Not a directory: '{path}'"),
+    ],
+    ids=["latest-fifo", "lock-fifo", "latest-dir", "lock-dir", "history-file", "history-fifo"],
+)
+def test_something_else_in_place_of_a_file_is_refused_without_blocking(
+    tmp_path: Path, name: str, make, problem: str
+) -> None:
+    """A FIFO is never opened to wait for a writer, nor is anything but a regular file read or locked."""
+    path = tmp_path / name
+    make(path)
+    outcome: list[BaseException] = []
+
+    def push() -> None:
+        try:
+            FileSink(tmp_path).push(document("a"))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=push, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    if worker.is_alive():  # blocked opening the FIFO: give it a writer, so that the test ends
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=10)
+        pytest.fail(f"the push blocked on {path}")
+    assert [type(exc) for exc in outcome] == [SinkError]
+    assert str(outcome[0]) == f"sink {tmp_path}: " + problem.format(path=path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({name, ".lock"})  # nothing written
+
+
+def test_the_root_itself_may_be_a_symlink(tmp_path: Path) -> None:
+    """Whoever names the sink chooses its directory, through a symlink if they like."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    FileSink(tmp_path / "link").push(document("a"))
+    assert (tmp_path / "real" / "latest.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("uri", "root"),
+    [("file://localhost{tmp}/out", "{tmp}/out"), ("file://LOCALHOST{tmp}/out", "{tmp}/out")],
+)
+def test_a_file_uri_may_name_localhost(tmp_path: Path, uri: str, root: str) -> None:
+    sink = open_sink(uri.format(tmp=tmp_path))
+    assert isinstance(sink, FileSink)
+    assert sink.root == Path(root.format(tmp=tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("uri", "host"),
+    [
+        ("file://otherhost/path", "otherhost"),
+        ("file://otherhost.example.com/srv/out", "otherhost.example.com"),
+        ("file://user@localhost/path", "user@localhost"),
+        ("file://localhost:8080/path", "localhost:8080"),
+        ("file://127.0.0.1/path", "127.0.0.1"),
+    ],
+)
+def test_a_file_uri_naming_another_host_is_refused(tmp_path: Path, monkeypatch, uri: str, host: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError) as caught:
+        open_sink(uri)
+    assert str(caught.value) == (
+        f"sink {uri}: a file:// URI must name a local path (file:///path), not the host {host!r}"
+    )
+    assert list(tmp_path.iterdir()) == []
