@@ -7,7 +7,6 @@ so coverage and drift compare against the previous export; then every sink gets 
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,10 +27,11 @@ from airflow_provider_coremodels.core import (
 from airflow_provider_coremodels.core.document import Document
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
+from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks import FileSink, ObjectStorageSink, Sink, SinkResult
 from airflow_provider_coremodels.transport import RetryPolicy
 
-log = logging.getLogger(__name__)
+log = scrubbed_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,13 @@ def open_sink(
 
         return EndpointSink(uri, retry=retry)
     if scheme == "file":
-        path = urlsplit(uri).path
+        parts = urlsplit(uri)
+        if parts.netloc and parts.netloc.lower() != "localhost":  # never a local path by another name
+            raise UsageError(
+                f"sink {uri}: a file:// URI must name a local path (file:///path),"
+                f" not the host {parts.netloc!r}"
+            )
+        path = parts.path
         if not path:
             raise UsageError(f"sink {uri}: a file:// URI needs a path")
         return FileSink(path, uri)
