@@ -29,7 +29,7 @@ from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
 from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks import FileSink, ObjectStorageSink, Sink, SinkResult
-from airflow_provider_coremodels.transport import RetryPolicy
+from airflow_provider_coremodels.transport import RetryPolicy, redact_url
 
 log = scrubbed_logger(__name__)
 
@@ -101,9 +101,10 @@ def open_sink(
     if scheme == "file":
         parts = urlsplit(uri)
         if parts.netloc and parts.netloc.lower() != "localhost":  # never a local path by another name
+            host = f"***@{parts.netloc.rpartition('@')[2]}" if "@" in parts.netloc else parts.netloc
             raise UsageError(
-                f"sink {uri}: a file:// URI must name a local path (file:///path),"
-                f" not the host {parts.netloc!r}"
+                f"sink {redact_url(uri)}: a file:// URI must name a local path (file:///path),"
+                f" not the host {host!r}"
             )
         path = parts.path
         if not path:
@@ -111,7 +112,30 @@ def open_sink(
         return FileSink(path, uri)
     if not scheme or len(scheme) == 1:  # a plain path (or a Windows drive letter)
         return FileSink(uri)
-    return ObjectStorageSink(uri, conn_id=sink_conn_id)
+    package = OBJECT_STORAGE.get(scheme)
+    if package is None:
+        schemes = ", ".join(f"{s}://" for s in sorted(OBJECT_STORAGE))
+        raise UsageError(
+            f"sink {redact_url(uri)}: unknown scheme {scheme!r}: a sink is a path or file:// URI, "
+            f"an http(s):// endpoint, or object storage ({schemes})"
+        )
+    try:
+        return ObjectStorageSink(uri, conn_id=sink_conn_id)
+    except (ImportError, ValueError) as exc:  # the filesystem's provider is not installed
+        raise UsageError(
+            f"sink {redact_url(uri)}: {scheme}:// needs {package} installed ({type(exc).__name__}: "
+            f"{str(exc)[:200]})"
+        ) from None
+
+
+#: The object-storage schemes a sink takes, and the package whose filesystem serves each.
+OBJECT_STORAGE = {
+    **dict.fromkeys(("s3", "s3a"), "apache-airflow-providers-amazon[s3fs]"),
+    **dict.fromkeys(("gs", "gcs"), "apache-airflow-providers-google"),
+    **dict.fromkeys(
+        ("abfs", "abfss", "az", "adl", "wasb", "wasbs"), "apache-airflow-providers-microsoft-azure"
+    ),
+}
 
 
 def export(

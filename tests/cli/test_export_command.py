@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from support.helpers import REPO
 
+from airflow_provider_coremodels.cli.main import main
+
 pytestmark = pytest.mark.airflow_server
 
 
@@ -130,3 +132,24 @@ def test_export_refuses_a_malformed_waiver_file_before_capturing(airflow_server,
     last_line = result.stderr.strip().splitlines()[-1]
     assert last_line.startswith(f"error: waiver file {waivers} waivers[0].subject")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("sink", "says"),
+    [
+        (
+            "ftp://user:Sink-pw-1@host/x",
+            "sink ftp://***@host/x: unknown scheme 'ftp': a sink is a path or file:// URI",
+        ),
+        (
+            "file://otherhost/tmp/x",
+            "a file:// URI must name a local path (file:///path), not the host 'otherhost'",
+        ),
+    ],
+)
+def test_a_sink_uri_is_checked_before_anything_is_captured(capsys, sink: str, says: str) -> None:
+    """Exit 2 at once, naming the sink and what is wrong: no request is sent (the API is unreachable here)."""
+    code = main(["export", "--base-url", "http://127.0.0.1:9", "--sink", sink])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and says in err
+    assert "Sink-pw-1" not in err

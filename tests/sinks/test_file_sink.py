@@ -16,6 +16,7 @@ from airflow_provider_coremodels.core.document import encode
 from airflow_provider_coremodels.errors import SinkError, UsageError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
+from airflow_provider_coremodels.transport import redact_url
 
 DAGS = [{"dag_id": "a", "description": "A", "owners": ["team"], "is_paused": False}]
 
@@ -322,7 +323,7 @@ def test_a_file_uri_may_name_localhost(tmp_path: Path, uri: str, root: str) -> N
     [
         ("file://otherhost/path", "otherhost"),
         ("file://otherhost.example.com/srv/out", "otherhost.example.com"),
-        ("file://user@localhost/path", "user@localhost"),
+        ("file://user@localhost/path", "***@localhost"),  # user info is never shown
         ("file://localhost:8080/path", "localhost:8080"),
         ("file://127.0.0.1/path", "127.0.0.1"),
     ],
@@ -332,6 +333,6 @@ def test_a_file_uri_naming_another_host_is_refused(tmp_path: Path, monkeypatch, 
     with pytest.raises(UsageError) as caught:
         open_sink(uri)
     assert str(caught.value) == (
-        f"sink {uri}: a file:// URI must name a local path (file:///path), not the host {host!r}"
+        f"sink {redact_url(uri)}: a file:// URI must name a local path (file:///path), not the host {host!r}"
     )
     assert list(tmp_path.iterdir()) == []
