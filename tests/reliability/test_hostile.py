@@ -198,3 +198,22 @@ def test_a_password_with_url_delimiters_never_leaks_from_a_bad_url(tmp_path: Pat
         assert result.returncode in (2, 3), result.stderr
         assert result.stderr.count("\n") == 1 and result.stderr.startswith("error:"), result.stderr
         assert "leak" not in result.stderr and "w0rd" not in result.stderr, result.stderr
+
+
+def test_through_airflow_coremodels_a_lying_server_is_one_line_too(tmp_path: Path) -> None:
+    """The airflow front door prints through the same guard, past Airflow's own logging."""
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    env = {**os.environ, "HOSTILE_PASSWORD": PASSWORD, "AIRFLOW_HOME": str(tmp_path / "home")}
+    with HostileApi("echo-secrets", password=PASSWORD) as api:
+        result = subprocess.run(
+            [airflow, "coremodels", "capture", "--base-url", api.base_url, "--username", "admin",
+             "--password-env", "HOSTILE_PASSWORD", "--retry-budget", "5", "--out", str(tmp_path / "out")],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("error:")] == [
+        result.stderr.strip().splitlines()[-1]
+    ]
+    assert "HTTP 403" in result.stderr
+    assert PASSWORD not in result.stdout + result.stderr and TOKEN not in result.stdout + result.stderr
