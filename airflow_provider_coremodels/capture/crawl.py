@@ -126,6 +126,22 @@ class _List:
     ended: bool = False  # an empty page was seen: there is nothing past it
 
 
+_NOTHING = object()
+
+
+def _answer(future: Future[Any], find: Callable[[dict[str, Any]], Any], lack: str) -> tuple[Any, str | None]:
+    """What ``find`` reads off a per-item answer, or why there is nothing: the request failed, or
+    its answer lacked what was asked for (``find`` gives ``_NOTHING``). An auth failure fails all."""
+    try:
+        body = future.result()
+    except AuthError:
+        raise
+    except CaptureError as exc:
+        return None, str(exc)
+    found = find(body) if isinstance(body, dict) else _NOTHING
+    return (None, f"the answer has {lack}") if found is _NOTHING else (found, None)
+
+
 def capture(
     client: AirflowApiClient,
     *,
@@ -435,41 +451,24 @@ class _Crawl:
 
     def _details_done(self, dag_id: str, future: Future[Any]) -> None:
         key = "asset_expression" if self.v2 else "dataset_expression"
-        try:
-            body = future.result()
-        except AuthError:
-            raise
-        except CaptureError as exc:
-            problem = str(exc)
-        else:
-            if isinstance(body, dict) and key in body:
-                self.expressions[dag_id] = body[key]
-                return
-            problem = f"its details have no {key}"
-        self.lossiness.append(
-            Lossiness(
-                "dags", f"the asset schedule of DAG '{dag_id}' could not be captured: {problem}", dag_id
-            )
-        )
+        found, problem = _answer(future, lambda body: body.get(key, _NOTHING), f"no {key}")
+        if problem is None:
+            self.expressions[dag_id] = found
+            return
+        why = f"the asset schedule of DAG '{dag_id}' could not be captured: {problem}"
+        self.lossiness.append(Lossiness("dags", why, dag_id))
 
     def _events_done(self, uri: str, future: Future[Any]) -> None:
-        try:
-            body = future.result()
-        except AuthError:
-            raise
-        except CaptureError as exc:
-            problem = str(exc)
-        else:
-            events = body.get("asset_events") if isinstance(body, dict) else None
-            if isinstance(events, list):
-                self.events[uri] = events if self.keep_raw else [reduce_event(e) for e in events]
-                return
-            problem = "/assets/events answered without an 'asset_events' list"
-        self.lossiness.append(
-            Lossiness(
-                "datasets", f"who writes asset '{uri}' through an alias could not be captured: {problem}", uri
-            )
-        )
+        def events(body: dict[str, Any]) -> Any:
+            found = body.get("asset_events")
+            return found if isinstance(found, list) else _NOTHING
+
+        found, problem = _answer(future, events, "no 'asset_events' list")
+        if problem is None:
+            self.events[uri] = found if self.keep_raw else [reduce_event(e) for e in found]
+            return
+        why = f"who writes asset '{uri}' through an alias could not be captured: {problem}"
+        self.lossiness.append(Lossiness("datasets", why, uri))
 
     def _tasks_done(self, dag_id: str, future: Future[Any]) -> None:
         try:
