@@ -385,16 +385,19 @@ class _Crawl:
             listing.next_offset += listing.page_size
 
     def _stop(self, listing: _List, why: str) -> None:
-        """Stop paging ``listing`` for good, saying what was kept (a lossiness record)."""
+        """Stop paging ``listing`` for good: a lossiness record saying what was kept, or, for the
+        DAG list, a failed capture, since a partial DAG list pushed as the estate would report
+        every DAG it missed as removed."""
         listing.stopped = why
-        artifact = "dags" if listing.required else "datasets"
-        self.lossiness.append(
-            Lossiness(
-                artifact,
-                f"{listing.path} paging stopped: {why}; kept the {len(listing.items)} listed "
-                f"(the server said {listing.last_total})",
-            )
+        message = (
+            f"{listing.path} paging stopped: {why}; {len(listing.items)} listed "
+            f"where the server said {listing.last_total}"
         )
+        if listing.required:
+            raise CaptureError(
+                f"{self.client.source.base_url}{self.client.api_path(listing.path)}: {message}"
+            )
+        self.lossiness.append(Lossiness("datasets", message))
 
     def _reduce(self, key: str, raw: Any) -> Any:
         if key == "dags":

@@ -8,7 +8,8 @@ DAG, its tasks, no assets, aliases or warnings). The modes:
 ``gzip-bomb``        the DAG list as a gzip body that inflates to 1 GiB
 ``ignores-limit``    every DAG (``HUGE_DAGS`` of them) in one page, whatever ``limit`` says
 ``trickle``          the DAG list's headers at once, then its body one byte a second
-``ignores-offset``   the same first page at every offset, with an honest total
+``ignores-offset``   the same first page of DAGs at every offset, with an honest total
+``assets-ignore-offset``  the same first page of assets at every offset
 ``endless``          pages of new DAGs for ever, the total growing with them
 ``token-redirect``   ``POST /auth/token`` answers 307 to ``redirect_to`` (another origin)
 ``get-redirect``     the DAG list answers 302 to ``redirect_to`` (another origin)
@@ -79,6 +80,9 @@ class _Handler(RequestHandler):
             return self._json({"access_token": TOKEN, "token_type": "bearer"}, 201)
         if path == "/api/v2/dags":
             return self._dags(mode, int(query.get("offset", 0)))
+        if path == "/api/v2/assets" and mode == "assets-ignore-offset":
+            assets = [{"uri": f"s3://lake/asset_{i:03d}", "name": f"asset_{i:03d}"} for i in range(100)]
+            return self._json({"assets": assets, "total_entries": 300})
         if path in ("/api/v2/assets", "/api/v2/assets/aliases", "/api/v2/dagWarnings"):
             key = {"/api/v2/assets": "assets", "/api/v2/assets/aliases": "asset_aliases"}.get(
                 path, "dag_warnings"
