@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -119,9 +120,10 @@ def export(args: argparse.Namespace) -> int:
     waivers = read_waivers(args.waivers) if args.waivers else ()
     source = api_source(args)
     retry = retry_policy(args)
-    sinks = open_sinks(
-        args.sink, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id, retry=retry
-    )
+    with _stdout_to_stderr():
+        sinks = open_sinks(
+            args.sink, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id, retry=retry
+        )
     progress = ProgressReporter(sys.stderr)
     try:
         with AirflowApiClient(source, retry=retry) as client:
@@ -194,7 +196,14 @@ def _secret_from_env(variable: str | None) -> str | None:
 def _connection_source(conn_id: str) -> ApiSource:
     from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 
-    return AirflowApiHook(conn_id).get_source()
+    with _stdout_to_stderr():
+        return AirflowApiHook(conn_id).get_source()
+
+
+def _stdout_to_stderr() -> contextlib.AbstractContextManager[Any]:
+    """While Airflow looks up a connection: its log lines (some written straight to stdout, past
+    any logging handler) go to stderr, and stdout stays the command's output alone."""
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 def _airflow_logs_to_stderr(args: argparse.Namespace) -> None:

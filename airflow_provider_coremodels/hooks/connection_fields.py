@@ -6,15 +6,49 @@ from typing import Any
 
 from airflow_provider_coremodels.errors import ConnectionConfigError
 
+_NOT_FOUND = ("AirflowNotFoundException", "AirflowException")
+
 
 def get_connection(hook: Any, conn_id: str) -> Any:
-    """The connection ``conn_id``; an undefined one is a ConnectionConfigError that says how to define it."""
+    """The connection ``conn_id`` wherever Airflow keeps it; an undefined one is a
+    ConnectionConfigError that says how to define it.
+
+    In a task, the SDK's lookup asks the API server, which reads environment variables, secrets
+    backends and the metadata database. Outside one (``airflow coremodels``, ``python -m``) it
+    reads only the first two, so a connection made with ``airflow connections add`` or in the UI
+    is then read as ``airflow connections get`` reads it: through core Airflow, database included.
+    """
     try:
         return hook.get_connection(conn_id)
     except Exception as exc:  # the secrets backends raise Airflow's own not-found error
-        if type(exc).__name__ in ("AirflowNotFoundException", "AirflowException"):
-            hint = f"add it to Airflow or set AIRFLOW_CONN_{conn_id.upper()}"
-            raise ConnectionConfigError(f"connection {conn_id!r} is not defined: {hint}") from None
+        if type(exc).__name__ not in _NOT_FOUND:
+            raise
+    stored = None if _in_task() else _from_metadata_database(conn_id)
+    if stored is None:
+        hint = f"add it to Airflow (airflow connections add, or the UI) or set AIRFLOW_CONN_{conn_id.upper()}"
+        raise ConnectionConfigError(f"connection {conn_id!r} is not defined: {hint}")
+    return stored
+
+
+def _in_task() -> bool:
+    """Whether this process runs a task (it talks to its supervisor, never to the database)."""
+    import sys
+
+    runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
+    return getattr(runner, "SUPERVISOR_COMMS", None) is not None
+
+
+def _from_metadata_database(conn_id: str) -> Any:
+    """The connection as core Airflow finds it (environment, secrets backends, metadata database)."""
+    try:
+        from airflow.models.connection import Connection
+    except ImportError:  # an SDK-only install: no metadata database to read
+        return None
+    try:
+        return Connection.get_connection_from_secrets(conn_id)
+    except Exception as exc:
+        if type(exc).__name__ in _NOT_FOUND:
+            return None
         raise
 
 

@@ -301,3 +301,31 @@ def test_server_capping_pages_still_yields_every_dag_and_asset(capped_server) ->
     assert result.summary.requests == 17
     estate = result.estate()
     assert build_document(estate, audit(estate))["fingerprint"] == fixture_document()["fingerprint"]
+
+
+def test_a_connection_stored_in_the_metadata_database_works_from_the_command_line(
+    airflow_server, tmp_path: Path
+) -> None:
+    """`airflow connections add` keeps it in the database, where the SDK's lookup outside a task
+    does not look: both front doors still find it, as `airflow connections get` does."""
+    from support.airflow_server import migrated_home
+
+    env = migrated_home(tmp_path / "home", tmp_path / "dags")
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    added = subprocess.run(
+        [airflow, "connections", "add", "stored_api", "--conn-type", "airflow_api",
+         "--conn-host", airflow_server.base_url, "--conn-login", airflow_server.username,
+         "--conn-password", airflow_server.password],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert not any(key.startswith("AIRFLOW_CONN_") for key in env)
+    for front_door in ([sys.executable, "-m", "airflow_provider_coremodels"], [airflow, "coremodels"]):
+        out = tmp_path / f"out-{len(front_door)}"
+        result = subprocess.run(
+            [*front_door, "capture", "--conn-id", "stored_api", "--out", str(out)],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets")
+        assert airflow_server.password not in result.stdout + result.stderr
