@@ -10,6 +10,7 @@ from typing import Any
 
 def get_provider_info() -> dict[str, Any]:
     from airflow_provider_coremodels import __version__
+    from airflow_provider_coremodels.hooks.forms import AIRFLOW_API, COREMODELS, FORMS
 
     return {
         "package-name": "airflow-provider-coremodels",
@@ -17,14 +18,17 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Maps an Airflow estate (DAGs, tasks, assets) into CoreModels, lineage first: "
         "capture through the REST API, audit locally, export a fingerprinted snapshot.",
         "versions": [__version__],
+        # The forms (display name, extra fields, field behaviour) Airflow 3.2+ reads from here.
         "connection-types": [
             {
                 "hook-class-name": "airflow_provider_coremodels.hooks.airflow_api.AirflowApiHook",
-                "connection-type": "airflow_api",
+                "connection-type": AIRFLOW_API,
+                **FORMS[AIRFLOW_API],
             },
             {
                 "hook-class-name": "airflow_provider_coremodels.hooks.coremodels.CoreModelsHook",
-                "connection-type": "coremodels",
+                "connection-type": COREMODELS,
+                **FORMS[COREMODELS],
             },
         ],
         "cli": ["airflow_provider_coremodels.cli.definition.get_coremodels_cli_commands"],

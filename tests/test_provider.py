@@ -7,6 +7,8 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 
+import pytest
+
 from airflow_provider_coremodels import __version__
 
 
@@ -76,3 +78,36 @@ def test_cli_commands_build_for_airflow() -> None:
     [group] = get_coremodels_cli_commands()
     assert group.name == "coremodels"
     assert [c.name for c in group.subcommands] == ["audit", "lineage", "capture", "export", "generate"]
+
+
+@pytest.mark.airflow_server
+def test_the_connection_forms_reach_a_real_api_servers_hook_meta(airflow_server) -> None:
+    """Airflow 3.2+ builds the connection forms from provider info: display names, labels,
+    placeholders, hidden fields and typed extra fields, as /ui/connections/hook_meta serves them."""
+    response = airflow_server.get("/ui/connections/hook_meta")
+    assert response.status_code == 200
+    meta = {item["connection_type"]: item for item in response.json()}
+    api, coremodels = meta["airflow_api"], meta["coremodels"]
+    assert api["hook_name"] == "Airflow REST API (CoreModels capture)"
+    assert api["standard_fields"]["host"] == {
+        "hidden": False,
+        "title": "API server URL or host",
+        "placeholder": "http://airflow-api-server:8080",
+    }
+    assert set(api["extra_fields"]) == {
+        "verify",
+        "ca_bundle",
+        "concurrency",
+        "timeout",
+        "connect_timeout",
+        "token",
+    }
+    assert api["extra_fields"]["concurrency"]["value"] == 8
+    assert api["extra_fields"]["token"]["schema"]["format"] == "password"  # masked in the form
+    assert coremodels["hook_name"] == "CoreModels"
+    assert [name for name, field in coremodels["standard_fields"].items() if field and field["hidden"]] == [
+        "url_schema",
+        "port",
+        "login",
+    ]
+    assert coremodels["standard_fields"]["password"]["title"] == "API token"

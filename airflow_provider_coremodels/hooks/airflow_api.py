@@ -22,6 +22,7 @@ from airflow_provider_coremodels.hooks.connection_fields import (
     mask,
     tls_verify,
 )
+from airflow_provider_coremodels.hooks.forms import AIRFLOW_API, FORMS, ui_field_behaviour
 
 
 class AirflowApiHook(BaseHook):
@@ -29,8 +30,8 @@ class AirflowApiHook(BaseHook):
 
     conn_name_attr = "airflow_api_conn_id"
     default_conn_name = "airflow_api_default"
-    conn_type = "airflow_api"
-    hook_name = "Airflow REST API (CoreModels capture)"
+    conn_type = AIRFLOW_API
+    hook_name = FORMS[AIRFLOW_API]["hook-name"]
 
     def __init__(self, airflow_api_conn_id: str = default_conn_name, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -38,21 +39,8 @@ class AirflowApiHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {
-            "hidden_fields": [],
-            "relabeling": {
-                "host": "API server URL or host",
-                "schema": "Scheme (http or https)",
-                "login": "Username (empty to use a token)",
-                "password": "Password, or the bearer token when Username is empty",
-            },
-            "placeholders": {
-                "host": "http://airflow-api-server:8080",
-                "login": "coremodels-exporter",
-                "extra": '{"verify": true, "ca_bundle": "/etc/ssl/certs/ca.pem", '
-                f'"concurrency": {defaults.CONCURRENCY}, "timeout": {defaults.READ_TIMEOUT:g}}}',
-            },
-        }
+        """For Airflow before 3.2, which asks the hook: the same form provider info declares."""
+        return ui_field_behaviour(AIRFLOW_API)
 
     def get_source(self) -> ApiSource:
         """The API's location and credentials, read from the connection; secrets registered for masking."""

@@ -12,8 +12,10 @@ from airflow.sdk.bases.hook import BaseHook
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import RetryPolicy
-from airflow_provider_coremodels.errors import ConnectionConfigError
+from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
 from airflow_provider_coremodels.hooks.connection_fields import base_url, get_connection, mask, tls_verify
+from airflow_provider_coremodels.hooks.forms import COREMODELS, FORMS, ui_field_behaviour
+from airflow_provider_coremodels.redaction import SECRETS
 from airflow_provider_coremodels.sinks.endpoint import EndpointSink
 
 
@@ -22,8 +24,8 @@ class CoreModelsHook(BaseHook):
 
     conn_name_attr = "coremodels_conn_id"
     default_conn_name = "coremodels_default"
-    conn_type = "coremodels"
-    hook_name = "CoreModels"
+    conn_type = COREMODELS
+    hook_name = FORMS[COREMODELS]["hook-name"]
 
     def __init__(self, coremodels_conn_id: str = default_conn_name, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -31,14 +33,8 @@ class CoreModelsHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {
-            "hidden_fields": ["schema", "login", "port"],
-            "relabeling": {"host": "Endpoint URL", "password": "API token"},
-            "placeholders": {
-                "host": "https://coremodels.example.com/api/connectors/airflow/snapshots",
-                "extra": f'{{"verify": true, "timeout": {defaults.READ_TIMEOUT:g}}}',
-            },
-        }
+        """For Airflow before 3.2, which asks the hook: the same form provider info declares."""
+        return ui_field_behaviour(COREMODELS)
 
     def get_sink(self, url: str | None = None, retry: RetryPolicy | None = None) -> EndpointSink:
         """An endpoint sink for ``url`` (default: the connection's host) with the connection's token."""
@@ -58,3 +54,19 @@ class CoreModelsHook(BaseHook):
             raise ConnectionConfigError(
                 f"connection {self.coremodels_conn_id!r} is not usable: {exc}"
             ) from None
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Reach the endpoint with the connection's token, without pushing a snapshot."""
+        try:
+            sink = self.get_sink(retry=RetryPolicy(max_attempts=2, budget=10))
+            status = sink.probe()
+        except CoreModelsError as exc:
+            return False, SECRETS.scrub(str(exc))
+        if status in (401, 403):
+            return False, f"{sink.uri} refused the token: HTTP {status}"
+        if status < 300 or status == 405:
+            return (
+                True,
+                f"Reached {sink.uri}: HTTP {status} to a GET, with the token accepted or not asked for",
+            )
+        return False, f"{sink.uri} answered HTTP {status} to a GET: check the endpoint URL"

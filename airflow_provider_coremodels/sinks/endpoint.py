@@ -59,6 +59,25 @@ class EndpointSink(Sink):
     def read_baseline(self) -> bytes | None:
         return None
 
+    def probe(self) -> int:
+        """GET the endpoint with the token, pushing nothing: the status it answers (a snapshot
+        endpoint that takes only POSTs answers 405, which still shows it is there)."""
+        with requests.Session() as session:
+            session.verify = self._verify
+            session.auth = self._auth
+            response, _ = send_with_retries(
+                session,
+                "GET",
+                self.uri,
+                policy=self._retry,
+                deadline=Deadline(self._retry.budget),
+                error=SinkError,
+                headers={"Authorization": f"Bearer {self._token}"} if self._token else {},
+                timeout=(defaults.CONNECT_TIMEOUT, self._timeout),
+                allow_redirects=False,
+            )
+        return response.status_code
+
     def push(self, document: Document) -> SinkResult:
         stored = for_storage(document)
         headers = {

@@ -420,3 +420,26 @@ def test_a_reply_nested_too_deeply_is_no_traceback(server: ScriptedServer) -> No
     server.script(PATH, Reply(200, b"[" * 100_000 + b"]" * 100_000, {"Content-Type": "application/json"}))
     sink = EndpointSink(f"{server.base_url}{PATH}", token="t0ken-value", retry=FAST)
     assert sink.push(document_for([{"dag_id": "a"}])).unchanged is False
+
+
+@pytest.mark.parametrize(
+    ("status", "ok", "says"),
+    [
+        (405, True, "HTTP 405 to a GET"),
+        (200, True, "HTTP 200 to a GET"),
+        (401, False, "refused the token: HTTP 401"),
+        (404, False, "HTTP 404 to a GET: check the endpoint URL"),
+    ],
+)
+def test_the_coremodels_connection_test_pushes_nothing(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, status: int, ok: bool, says: str
+) -> None:
+    """The UI's Test button: one GET with the token, never a POST, and the token never in the answer."""
+    conn_env(monkeypatch, host=url(server), password="Test-b7n-t0ken")
+    server.script(PATH, json_reply({"detail": "whatever"}, status=status))
+    passed, message = CoreModelsHook(CONN_ID).test_connection()
+    assert (passed, says in message) == (ok, True), message
+    assert "Test-b7n-t0ken" not in message
+    assert [(r.method, r.headers.get("Authorization")) for r in server.received] == [
+        ("GET", "Bearer Test-b7n-t0ken")
+    ]

@@ -1,0 +1,98 @@
+"""The connection forms of the provider's two connection types, declared once.
+
+Airflow 3.2+ reads a connection type's display name, its extra fields (``conn-fields``) and
+how the standard fields are shown (``ui-field-behaviour``) from provider info, without
+importing the hook; older Airflow asks the hook (``get_ui_field_behaviour``). Both read these
+dicts. Import-light (the defaults and nothing else): provider registration imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_coremodels import defaults
+
+AIRFLOW_API = "airflow_api"
+COREMODELS = "coremodels"
+
+
+def _field(label: str, kind: str, description: str, default: Any = None, **schema: Any) -> dict[str, Any]:
+    """One extra field of a form, as provider info's ``conn-fields`` declares it."""
+    spec: dict[str, Any] = {"type": [kind, "null"], **schema}
+    if default is not None:
+        spec["default"] = default
+    return {"label": label, "schema": spec, "description": description}
+
+
+_TLS = {
+    "verify": _field("Verify TLS", "boolean", "Check the server's certificate (default: on).", True),
+    "ca_bundle": _field("CA bundle", "string", "Path of a CA bundle to verify the server against."),
+}
+
+#: Provider info's ``connection-types`` entries, less the hook's class name.
+FORMS: dict[str, dict[str, Any]] = {
+    AIRFLOW_API: {
+        "hook-name": "Airflow REST API (CoreModels capture)",
+        "conn-fields": {
+            **_TLS,
+            "concurrency": _field(
+                "Concurrent requests",
+                "integer",
+                "Requests in flight during a capture; 14 or fewer against a one-worker API server.",
+                defaults.CONCURRENCY,
+                minimum=1,
+                maximum=64,
+            ),
+            "timeout": _field(
+                "Read timeout (s)",
+                "number",
+                "Seconds per response, its whole body included.",
+                defaults.READ_TIMEOUT,
+            ),
+            "connect_timeout": _field(
+                "Connect timeout (s)", "number", "Seconds to open a connection.", defaults.CONNECT_TIMEOUT
+            ),
+            "token": _field(
+                "Bearer token",
+                "string",
+                "A static token, instead of a JWT requested with Username and Password.",
+                format="password",
+            ),
+        },
+        "ui-field-behaviour": {
+            "hidden-fields": [],
+            "relabeling": {
+                "host": "API server URL or host",
+                "schema": "Scheme (http or https)",
+                "login": "Username (empty to use a token)",
+                "password": "Password, or the bearer token when Username is empty",
+            },
+            "placeholders": {
+                "host": "http://airflow-api-server:8080",
+                "schema": "http",
+                "login": "coremodels-exporter",
+                "port": "8080",
+            },
+        },
+    },
+    COREMODELS: {
+        "hook-name": "CoreModels",
+        "conn-fields": {
+            **_TLS,
+            "timeout": _field(
+                "Read timeout (s)", "number", "Seconds per answer of the endpoint.", defaults.READ_TIMEOUT
+            ),
+        },
+        "ui-field-behaviour": {
+            "hidden-fields": ["schema", "login", "port"],
+            "relabeling": {"host": "Endpoint URL", "password": "API token"},
+            "placeholders": {"host": "https://coremodels.example.com/api/connectors/airflow/snapshots"},
+        },
+    },
+}
+
+
+def ui_field_behaviour(connection_type: str) -> dict[str, Any]:
+    """The form's field behaviour as a hook's ``get_ui_field_behaviour`` returns it (snake_case keys)."""
+    behaviour = FORMS[connection_type]["ui-field-behaviour"]
+    return {key.replace("-", "_"): value for key, value in behaviour.items()}
