@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from support.helpers import document_for
 
+from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.core import parse_artifacts
 from airflow_provider_coremodels.core.parse import asset_name
 from airflow_provider_coremodels.errors import DagsArtifactError
@@ -521,4 +522,4 @@ def test_offline_state_fills_what_the_artifacts_tell(dags: Any, datasets: Any, a
     state = document_for(dags, None, datasets)["state"]
     assert state["apiVersion"] == api
     assert (state["airflowVersion"], state["capturedAt"]) == (None, None)
-    assert state["connectorVersion"] == "0.1.0"
+    assert state["connectorVersion"] == __version__
