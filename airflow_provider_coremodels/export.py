@@ -27,11 +27,8 @@ from airflow_provider_coremodels.core import (
 from airflow_provider_coremodels.core.document import Document
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
-from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks import FileSink, ObjectStorageSink, Sink, SinkResult
 from airflow_provider_coremodels.transport import RetryPolicy, redact_url
-
-log = scrubbed_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -149,7 +146,6 @@ def export(
 ) -> ExportResult:
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink."""
     captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
-    log.info("%s", captured.summary.line())
     estate = captured.estate(include_asset_extra=include_asset_extra)
     baseline, estate, missing = _baseline(sinks, estate)
     result = audit(estate, baseline, no_baseline=missing, waivers=waivers)

@@ -124,6 +124,11 @@ def export(args: argparse.Namespace) -> int:
         sinks = open_sinks(
             args.sink, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id, retry=retry
         )
+    if not sinks:
+        sys.stderr.write(
+            "warning: export has no --sink: the snapshot is audited and printed, but stored nowhere "
+            "(no baseline is kept for the next run's coverage and drift)\n"
+        )
     progress = ProgressReporter(sys.stderr)
     try:
         with AirflowApiClient(source, retry=retry) as client:

@@ -153,3 +153,14 @@ def test_a_sink_uri_is_checked_before_anything_is_captured(capsys, sink: str, sa
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and says in err
     assert "Sink-pw-1" not in err
+
+
+def test_export_without_a_sink_warns_that_nothing_is_stored(airflow_server) -> None:
+    result = export(airflow_server, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert (
+        "warning: export has no --sink: the snapshot is audited and printed, but stored nowhere"
+        in result.stderr
+    )
+    assert json.loads(result.stdout)["schemaVersion"] == 2  # stdout is still the document alone
+    assert result.stderr.count("captured 6 DAGs") == 1  # the capture's summary, once
