@@ -12,6 +12,7 @@ An endpoint keeps no baseline that this sink can read back; the server may answe
 from __future__ import annotations
 
 import gzip
+from typing import Any
 
 import requests
 
@@ -62,21 +63,7 @@ class EndpointSink(Sink):
     def probe(self) -> int:
         """GET the endpoint with the token, pushing nothing: the status it answers (a snapshot
         endpoint that takes only POSTs answers 405, which still shows it is there)."""
-        with requests.Session() as session:
-            session.verify = self._verify
-            session.auth = self._auth
-            response, _ = send_with_retries(
-                session,
-                "GET",
-                self.uri,
-                policy=self._retry,
-                deadline=Deadline(self._retry.budget),
-                error=SinkError,
-                headers={"Authorization": f"Bearer {self._token}"} if self._token else {},
-                timeout=(defaults.CONNECT_TIMEOUT, self._timeout),
-                allow_redirects=False,
-            )
-        return response.status_code
+        return self._send("GET", {}).status_code
 
     def push(self, document: Document) -> SinkResult:
         stored = for_storage(document)
@@ -84,25 +71,8 @@ class EndpointSink(Sink):
             "Content-Type": "application/json",
             "Content-Encoding": "gzip",
             "Idempotency-Key": document["fingerprint"],
-            "User-Agent": f"airflow-provider-coremodels/{__version__}",
         }
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
-        with requests.Session() as session:
-            session.verify = self._verify
-            session.auth = self._auth
-            response, _ = send_with_retries(
-                session,
-                "POST",
-                self.uri,
-                policy=self._retry,
-                deadline=Deadline(self._retry.budget),
-                error=SinkError,
-                data=gzip.compress(encode(stored)),
-                headers=headers,
-                timeout=(defaults.CONNECT_TIMEOUT, self._timeout),
-                allow_redirects=False,
-            )
+        response = self._send("POST", headers, data=gzip.compress(encode(stored)))
         if response.is_redirect or response.is_permanent_redirect:
             target = redact_url(response.headers.get("Location", "an unnamed location"))
             raise SinkError(
@@ -121,6 +91,29 @@ class EndpointSink(Sink):
             written=[] if unchanged else [self.uri],
             baseline_replaced=stored is document and not unchanged,
         )
+
+    def _send(self, method: str, headers: dict[str, str], **request: Any) -> requests.Response:
+        """One request to the endpoint, with the token, retried as capture's are; never redirected
+        (credentials ride on it, and a redirected POST loses its body)."""
+        headers = {**headers, "User-Agent": f"airflow-provider-coremodels/{__version__}"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        with requests.Session() as session:
+            session.verify = self._verify
+            session.auth = self._auth
+            response, _ = send_with_retries(
+                session,
+                method,
+                self.uri,
+                policy=self._retry,
+                deadline=Deadline(self._retry.budget),
+                error=SinkError,
+                headers=headers,
+                timeout=(defaults.CONNECT_TIMEOUT, self._timeout),
+                allow_redirects=False,
+                **request,
+            )
+        return response
 
 
 def _answer(response: requests.Response) -> dict[str, object]:
