@@ -5,13 +5,19 @@ Connections (UI, or AIRFLOW_CONN_* environment variables):
 - ``coremodels``: type ``coremodels``, only for an http(s) sink: host = the endpoint, password = the token.
 
 The sinks come from the Airflow Variable ``coremodels_sinks`` (comma-separated: directories,
-``s3://bucket/prefix``, ``https://`` endpoints), defaulting to /tmp/coremodels-out. The Variable
-``coremodels_waivers``, if set, is the path of a waiver file (YAML or JSON) of accepted findings.
+``s3://bucket/prefix``, ``https://`` endpoints). For the CoreModels page of the Airflow UI, make
+one of them the directory the API server reads (``[coremodels] ui_snapshot_dir``) on a volume
+the workers share. Unset, the export audits and logs, but stores nothing, and says so. The
+Variable ``coremodels_waivers``, if set, is the path of a waiver file (YAML or JSON).
+
+Safe to copy as it is: one run at a time, stopped after 30 minutes (a capture gives up by itself
+within its 10-minute budget). A capture retries transient failures itself; add task retries
+(``"retries": 2`` in default_args) if a whole failed run should be tried again.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from airflow.sdk import DAG
 
@@ -23,13 +29,14 @@ with DAG(
     schedule="@daily",
     start_date=datetime(2026, 1, 1),
     catchup=False,
-    default_args={"owner": "platform"},
+    max_active_runs=1,
+    default_args={"owner": "platform", "execution_timeout": timedelta(minutes=30)},
     tags=["coremodels", "governance"],
 ) as dag:
     CoreModelsExportOperator(
         task_id="export_estate",
         airflow_api_conn_id="airflow_api",
-        sinks="{{ var.value.get('coremodels_sinks', '/tmp/coremodels-out') }}",
+        sinks="{{ var.value.get('coremodels_sinks', '') }}",
         fail_on="never",
         waivers="{{ var.value.get('coremodels_waivers', '') }}",
     )

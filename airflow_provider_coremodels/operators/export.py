@@ -116,6 +116,11 @@ class CoreModelsExportOperator(BaseOperator):
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
         uris = self.sinks.split(",") if isinstance(self.sinks, str) else list(self.sinks)
         uris = [uri.strip() for uri in uris if uri.strip()]
+        if not uris:
+            self.log.warning(
+                "No sinks: the snapshot is audited and logged, but stored nowhere "
+                "(no baseline is kept for the next run's coverage and drift)"
+            )
         try:
             waivers = self._waivers()
             retry = RetryPolicy()

@@ -265,7 +265,8 @@ def test_python_m_capture_with_an_undefined_connection_exits_2(capsys, tmp_path:
     code = main(["capture", "--conn-id", "nowhere", "--out", str(tmp_path)])
     assert code == 2
     assert capsys.readouterr().err == (
-        "error: connection 'nowhere' is not defined: add it to Airflow or set AIRFLOW_CONN_NOWHERE\n"
+        "error: connection 'nowhere' is not defined: add it to Airflow (airflow connections add, or the UI) "
+        "or set AIRFLOW_CONN_NOWHERE\n"
     )
 
 

@@ -187,3 +187,12 @@ def test_a_server_echoing_the_token_and_password_fails_the_task_without_either(
     assert "HTTP 403" in log
     assert CANARY not in log and TOKEN not in log
     assert not (tmp_path / "sink").exists()
+
+
+def test_without_sinks_the_task_says_it_stores_nothing(runner_env) -> None:
+    """The example DAG copied as it is, before its Variable is set: it audits, logs, and says so."""
+    result = dag_test(runner_env, "")
+    assert marker(result.stdout, "STATE") == "success success", result.stdout[-3000:] + result.stderr[-3000:]
+    log = result.stdout + result.stderr
+    assert "No sinks: the snapshot is audited and logged, but stored nowhere" in log
+    assert "6 DAGs (2 paused)" in log
