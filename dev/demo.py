@@ -3,10 +3,10 @@
 Run with ``make demo`` (it creates the virtualenv first). It starts a real ``airflow api-server``
 on 127.0.0.1 with SQLite and example_dags/ as its DAG folder (the estate, Airflow 3's asset
 constructs and the export DAG; the alias producer runs once and the scheduler's asset pass
-runs, as a live deployment's scheduler would have), defines the connection ``airflow_api`` in
+runs, as a live deployment's scheduler would have), defines the connection ``airflow_api_default`` in
 the environment, and then:
 
-1. ``airflow coremodels export --conn-id airflow_api --sink ./coremodels-out`` prints the
+1. ``airflow coremodels export --sink ./coremodels-out`` (the default connection) prints the
    findings table and writes ./coremodels-out/latest.json and history/;
 2. ``airflow dags test coremodels_export`` runs the export DAG once, so the findings show in a
    task log (same estate, so it reports ``unchanged``);
@@ -65,10 +65,10 @@ def main() -> int:
         }
         env = {
             **server.env,
-            "AIRFLOW_CONN_AIRFLOW_API": json.dumps(connection),
+            "AIRFLOW_CONN_AIRFLOW_API_DEFAULT": json.dumps(connection),
             "AIRFLOW_VAR_COREMODELS_SINKS": str(OUT),
         }
-        airflow("coremodels", "export", "--conn-id", "airflow_api", "--sink", str(OUT), env=env)
+        airflow("coremodels", "export", "--sink", str(OUT), env=env)
         airflow("dags", "test", "coremodels_export", env=env)
 
         snapshot = str(OUT / "latest.json")

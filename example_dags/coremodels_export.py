@@ -1,8 +1,10 @@
 """Export this Airflow estate to CoreModels every day.
 
 Connections (UI, or AIRFLOW_CONN_* environment variables):
-- ``airflow_api``: type ``airflow_api``, the deployment's own REST API (host, login, password).
-- ``coremodels``: type ``coremodels``, only for an http(s) sink: host = the endpoint, password = the token.
+- ``airflow_api_default``: type ``airflow_api``, the deployment's own REST API (host, login,
+  password), read by a user with read-only access (the Viewer role is enough).
+- ``coremodels_default``: type ``coremodels``, only for an http(s) sink: host = the endpoint,
+  password = the token; pass ``coremodels_conn_id="coremodels_default"`` to the operator.
 
 The sinks come from the Airflow Variable ``coremodels_sinks`` (comma-separated: directories,
 ``s3://bucket/prefix``, ``https://`` endpoints). For the CoreModels page of the Airflow UI, make
@@ -35,7 +37,7 @@ with DAG(
 ) as dag:
     CoreModelsExportOperator(
         task_id="export_estate",
-        airflow_api_conn_id="airflow_api",
+        airflow_api_conn_id="airflow_api_default",
         sinks="{{ var.value.get('coremodels_sinks', '') }}",
         fail_on="never",
         waivers="{{ var.value.get('coremodels_waivers', '') }}",

@@ -139,7 +139,12 @@ def _seconds(value: str) -> float:
 
 SOURCE = (
     ArgSpec(
-        ("--conn-id",), {"metavar": "ID", "help": "the Airflow connection (type airflow_api) of the REST API"}
+        ("--conn-id",),
+        {
+            "metavar": "ID",
+            "help": "the Airflow connection (type airflow_api) of the REST API "
+            f"(default: {defaults.AIRFLOW_API_CONN_ID}, unless --base-url is given)",
+        },
     ),
     ArgSpec(("--base-url",), {"metavar": "URL", "help": "the API server's URL, instead of a connection"}),
     ArgSpec(("--username",), {"metavar": "USER", "help": "with --base-url: the user to authenticate as"}),

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import audit as run_audit
 from airflow_provider_coremodels.core import build_document
 from airflow_provider_coremodels.core.capabilities import require
@@ -157,11 +158,7 @@ def api_source(args: argparse.Namespace) -> ApiSource:
 
     if args.conn_id and args.base_url:
         raise UsageError("give either --conn-id or --base-url, not both")
-    if args.conn_id:
-        if args.username or args.password_env or args.token_env:
-            raise UsageError("--username, --password-env and --token-env go with --base-url, not --conn-id")
-        source = _connection_source(args.conn_id)
-    elif args.base_url:
+    if args.base_url:
         try:
             source = ApiSource(
                 base_url=args.base_url,
@@ -172,7 +169,9 @@ def api_source(args: argparse.Namespace) -> ApiSource:
         except ValueError as exc:
             raise UsageError(f"--base-url: {exc}") from None
     else:
-        raise UsageError("name the REST API with --conn-id ID or --base-url URL")
+        if args.username or args.password_env or args.token_env:
+            raise UsageError("--username, --password-env and --token-env go with --base-url, not --conn-id")
+        source = _connection_source(args.conn_id)
     overrides: dict[str, Any] = {}
     if args.ca_bundle:
         overrides["verify"] = args.ca_bundle
@@ -198,11 +197,18 @@ def _secret_from_env(variable: str | None) -> str | None:
     return value
 
 
-def _connection_source(conn_id: str) -> ApiSource:
+def _connection_source(conn_id: str | None) -> ApiSource:
+    """The source from ``--conn-id``, else from the default connection the operator uses too."""
+    from airflow_provider_coremodels.errors import ConnectionConfigError
     from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 
-    with _stdout_to_stderr():
-        return AirflowApiHook(conn_id).get_source()
+    try:
+        with _stdout_to_stderr():
+            return AirflowApiHook(conn_id or defaults.AIRFLOW_API_CONN_ID).get_source()
+    except ConnectionConfigError as exc:
+        if conn_id:
+            raise
+        raise ConnectionConfigError(f"no --conn-id or --base-url given, and the default {exc}") from None
 
 
 def _stdout_to_stderr() -> contextlib.AbstractContextManager[Any]:
@@ -217,7 +223,8 @@ def _airflow_logs_to_stderr(args: argparse.Namespace) -> None:
     ``airflow coremodels`` does this before every command; ``python -m`` only needs it when a
     command is about to use Airflow (a connection, or object storage).
     """
-    if args.conn_id or getattr(args, "coremodels_conn_id", None) or getattr(args, "sink_conn_id", None):
+    uses_airflow = not args.base_url  # a connection: --conn-id, or the default one
+    if uses_airflow or getattr(args, "coremodels_conn_id", None) or getattr(args, "sink_conn_id", None):
         from airflow_provider_coremodels.cli.definition import logs_to_stderr
 
         logs_to_stderr()

@@ -132,7 +132,12 @@ def test_hook_test_connection_against_a_real_server(airflow_server, monkeypatch)
         pytest.param(
             ["--conn-id", "a", "--base-url", "http://h"], {}, "give either --conn-id or --base-url", id="both"
         ),
-        pytest.param([], {}, "name the REST API with --conn-id ID or --base-url URL", id="neither"),
+        pytest.param(
+            [],
+            {},
+            "no --conn-id or --base-url given, and the default connection 'airflow_api_default' is not defined",
+            id="neither",
+        ),
         pytest.param(
             ["--base-url", "http://h", "--username", "u", "--password-env", "UNSET_VAR_X"],
             {},
