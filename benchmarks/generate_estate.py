@@ -5,8 +5,9 @@ two DAGs, each asset with one or two producing DAGs and zero to three consuming 
 one DAG in ten paused. The same seed gives the same bytes, run after run.
 
 Every object carries the full key set (and key order) of the recorded real responses in
-``tests/fixtures/airflow3/`` (Airflow 3, ``/api/v2``; the default) or ``tests/fixtures/airflow2/``
-(Airflow 2, ``/api/v1``, with ``--api v1``), with plausible values: timestamps, file paths,
+``airflow_provider_coremodels/example_estate/`` (Airflow 3, ``/api/v2``; the default) or
+``tests/fixtures/airflow2/`` (Airflow 2, ``/api/v1``, with ``--api v1``), with plausible values:
+timestamps, file paths,
 signed ``file_token``s, ``class_ref``s, ``template_fields``, ``retry_delay`` objects and so on,
 so that the artifacts are as large as real ones. ``--check`` verifies the key sets against the
 fixtures.
@@ -632,14 +633,18 @@ class _Generator:
 
 def check_against_fixtures(fixtures: Path | None = None) -> list[str]:
     """Differences between the generated key sets and those of the recorded real responses."""
-    root = fixtures or Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+    repo = Path(__file__).resolve().parents[1]
+    root = fixtures or repo / "tests" / "fixtures"
     problems = []
-    for api, folder, list_key in (("v2", "airflow3", "assets"), ("v1", "airflow2", "datasets")):
+    recordings = (
+        ("v2", repo / "airflow_provider_coremodels" / "example_estate", "assets"),
+        ("v1", root / "airflow2", "datasets"),
+    )
+    for api, folder, list_key in recordings:
         real = {
-            name: json.loads((root / folder / f"{name}.json").read_bytes())
-            for name in ("dags", "tasks", "datasets")
+            name: json.loads((folder / f"{name}.json").read_bytes()) for name in ("dags", "tasks", "datasets")
         }
-        details = root / folder / "dag_details.json"  # Airflow 2's: what capture adds from the details
+        details = folder / "dag_details.json"  # Airflow 2's: what capture adds from the details
         if details.exists():
             conditions = json.loads(details.read_bytes())
             real["dags"]["dags"] = [{**d, **conditions.get(d["dag_id"], {})} for d in real["dags"]["dags"]]

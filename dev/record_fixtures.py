@@ -9,7 +9,8 @@ with the provider's own capture, keeping every object as the server sent it: the
 ``airflow coremodels capture --out`` writes, the offline interface (the server's list responses,
 with what the asset model adds riding inside them).
 
-- example_dags/estate -> tests/fixtures/airflow3/ (one DAG per audit rule)
+- example_dags/estate -> airflow_provider_coremodels/example_estate/ (one DAG per audit rule;
+  it ships with the package for ``audit --example``)
 - example_dags/assets -> tests/fixtures/airflow3_assets/ (Airflow 3's asset constructs; the alias
   producer runs once and the scheduler's asset pass runs, so the alias resolves and Airflow
   writes its asset-conflict warnings)
@@ -34,6 +35,10 @@ ESTATES = {
         REPO / "example_dags" / "assets",
         {"run_dags": ("exports_producer",), "scheduler_pass": True},
     ),
+}
+OUT = {
+    "airflow3": REPO / "airflow_provider_coremodels" / "example_estate",
+    "airflow3_assets": REPO / "tests" / "fixtures" / "airflow3_assets",
 }
 
 
@@ -93,7 +98,7 @@ def record_estate(name: str) -> None:
     if captured.lossiness:
         raise SystemExit(f"{name}: the capture was lossy: {captured.lossiness}")
     (check_estate if name == "airflow3" else check_assets_estate)(captured.dags, captured.datasets)
-    out = REPO / "tests" / "fixtures" / name
+    out = OUT[name]
     out.mkdir(parents=True, exist_ok=True)
     files = {
         "version.json": version,

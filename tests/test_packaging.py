@@ -1,12 +1,19 @@
 """What a release carries: the project metadata, the licence, the changelog and the sdist's contents.
 
-Fast checks of the files, no build. That every file under ui/templates and ui/static matches the
-package data is checked in tests/ui/test_page.py.
+Fast checks of the files, then one real build: the sdist, the wheel built from it, and the
+README's first command run from that wheel. That every file under ui/templates and ui/static
+matches the package data is checked in tests/ui/test_page.py.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -113,3 +120,81 @@ def test_the_sdist_ships_no_tests_and_the_files_users_read() -> None:
     assert {"prune tests", "prune dev", "prune benchmarks"} <= lines
     [include] = [line for line in lines if line.startswith("include ")]
     assert {"LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml"} <= set(include.split()[1:])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sdist and the wheel built from it, as ``python -m build`` makes a release."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    [sdist] = out.glob("*.tar.gz")
+    [wheel] = out.glob("*.whl")
+    return {"sdist": sdist, "wheel": wheel}
+
+
+def test_the_sdist_holds_the_package_and_no_tests(built: dict[str, Path]) -> None:
+    with tarfile.open(built["sdist"]) as sdist:
+        names = {name.partition("/")[2] for name in sdist.getnames()}
+    assert {
+        "LICENSE",
+        "CHANGELOG.md",
+        "README.md",
+        "pyproject.toml",
+        "example_dags/coremodels_export.py",
+    } <= names
+    assert "airflow_provider_coremodels/example_estate/dags.json" in names
+    assert not [name for name in names if name.startswith(("tests/", "dev/", "benchmarks/"))]
+
+
+def test_the_wheel_carries_the_package_data(built: dict[str, Path]) -> None:
+    with zipfile.ZipFile(built["wheel"]) as wheel:
+        names = set(wheel.namelist())
+    package = REPO / "airflow_provider_coremodels"
+    data = [
+        path.relative_to(REPO).as_posix()
+        for pattern in ("example_estate/*", "ui/templates/*", "ui/static/*", "py.typed")
+        for path in package.glob(pattern)
+    ]
+    assert len(data) > 8
+    assert set(data) <= names
+
+
+def test_the_first_command_of_the_readme_runs_from_the_wheel(built: dict[str, Path], tmp_path: Path) -> None:
+    """``audit --example`` needs nothing a checkout has: the wheel alone, installed elsewhere, run
+    from an empty directory (the checkout's editable install is shadowed by PYTHONPATH)."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            built["wheel"],
+        ],
+        check=True,
+        timeout=300,
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    command = [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--example"]
+    run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stderr) == (0, "")
+    assert run.stdout.startswith("6 DAGs (2 paused) · 4 assets · 11 tasks · 7 lineage edges")
+    assert "paused-producer     s3://lake/orders.parquet" in run.stdout
+    where = subprocess.run(
+        [sys.executable, "-c", "import airflow_provider_coremodels as p; print(p.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert where.stdout.startswith(str(target))

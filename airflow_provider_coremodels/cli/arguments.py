@@ -118,6 +118,14 @@ AUDIT_INPUTS = (
     ArgSpec(("--tasks",), {"metavar": "F", "help": "the tasks artifact"}),
     ArgSpec(("--datasets",), {"metavar": "F", "help": "the datasets (assets) artifact"}),
     ArgSpec(("--snapshot",), {"metavar": "S", "help": "re-audit this stored snapshot document"}),
+    ArgSpec(
+        ("--example",),
+        {
+            "action": "store_true",
+            "help": "the example estate shipped with the package (six DAGs as a real Airflow 3 "
+            "served them), instead of --dags or --snapshot",
+        },
+    ),
     BASELINE,
     WAIVERS,
 )

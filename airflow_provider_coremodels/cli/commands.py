@@ -29,6 +29,10 @@ from airflow_provider_coremodels.input_files import (
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
 
+#: The example estate's recorded REST responses (example_dags/estate served by Airflow 3.3),
+#: package data so that a first run needs nothing but the install.
+EXAMPLE_ESTATE = Path(__file__).resolve().parents[1] / "example_estate"
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 
@@ -57,6 +61,13 @@ def lineage(args: argparse.Namespace) -> int:
 
 def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> dict[str, Any]:
     """What audit and lineage share: the estate from artifacts or a snapshot, audited, as a document."""
+    if args.example:
+        if args.snapshot or args.dags or args.tasks or args.datasets:
+            raise UsageError(
+                f"{command} takes --example alone, without --dags, --tasks, --datasets or --snapshot"
+            )
+        paths = {name: str(EXAMPLE_ESTATE / f"{name}.json") for name in ("dags", "tasks", "datasets")}
+        args = argparse.Namespace(**{**vars(args), **paths, "example": False})
     if args.snapshot and (args.dags or args.tasks or args.datasets):
         raise UsageError(
             f"{command} takes either --dags (with --tasks and --datasets) or --snapshot, not both"

@@ -135,7 +135,8 @@ def test_hook_test_connection_against_a_real_server(airflow_server, monkeypatch)
         pytest.param(
             [],
             {},
-            "no --conn-id or --base-url given, and the default connection 'airflow_api_default' is not defined",
+            "no --conn-id or --base-url given, and the default connection 'airflow_api_default' "
+            "is not defined",
             id="neither",
         ),
         pytest.param(

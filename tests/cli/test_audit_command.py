@@ -320,3 +320,25 @@ def test_a_device_is_refused_as_tasks_artifact_with_a_lossiness_record(capsys) -
     assert code == 0
     [record] = [r for r in json.loads(out)["lossiness"] if r["artifact"] == "tasks"]
     assert record["message"] == "tasks artifact ignored: /dev/zero is not a regular file"
+
+
+def test_example_audits_the_recorded_estate_shipped_with_the_package(capsys) -> None:
+    """``--example``: the first command of the README, the same document as the recorded files."""
+    example = run(capsys, "audit", "--example", "--format", "json")
+    recorded = run(capsys, "audit", *REAL_ARGS, "--format", "json")
+    assert example[0] == 0
+    assert example == recorded
+    assert json.loads(example[1])["state"]["facts"]["dags"] == 6
+
+
+def test_example_draws_the_lineage_too(capsys) -> None:
+    code, out, err = run(capsys, "lineage", "--example", "--around", "daily_revenue")
+    assert (code, err) == (0, "")
+    assert "load_orders (paused)" in out
+
+
+@pytest.mark.parametrize("other", [["--dags", "x.json"], ["--snapshot", "s.json"], ["--tasks", "t.json"]])
+def test_example_goes_alone(capsys, other: list[str]) -> None:
+    code, out, err = run(capsys, "audit", "--example", *other)
+    assert (code, out) == (2, "")
+    assert err == "error: audit takes --example alone, without --dags, --tasks, --datasets or --snapshot\n"

@@ -10,21 +10,24 @@ import json
 import os
 import random
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.helpers import EXAMPLE_ESTATE, FIXTURES
 
 from airflow_provider_coremodels.core import State, audit, build_document, parse_artifacts
 
 EXAMPLES = int(os.environ.get("COREMODELS_FUZZ_EXAMPLES", "200"))
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 Artifacts = dict[str, Any]  # decoded "dags", "tasks" and "datasets"
 
 SOURCES = {
-    "airflow3": ("airflow3/dags.json", "airflow3/tasks.json", "airflow3/datasets.json"),
+    "airflow3": (
+        EXAMPLE_ESTATE / "dags.json",
+        EXAMPLE_ESTATE / "tasks.json",
+        EXAMPLE_ESTATE / "datasets.json",
+    ),
     "airflow2": ("airflow2/dags.json", "airflow2/tasks.json", "airflow2/datasets.json"),
     "airflow2-list": ("airflow2/dags.json", "airflow2/tasks_list_shape.json", "airflow2/datasets.json"),
 }

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from support.asset_estate import EXPECTED_ASSET_LINEAGE, LAKE
-from support.helpers import FIXTURES, artifact_paths
+from support.helpers import artifact_paths, fixture_dir
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
 
@@ -15,7 +15,7 @@ def document(generation: str, tasks_file: str = "tasks.json") -> dict:
     paths = artifact_paths(generation)
     estate = parse_artifacts(
         paths["dags"].read_bytes(),
-        (FIXTURES / generation / tasks_file).read_bytes(),
+        (fixture_dir(generation) / tasks_file).read_bytes(),
         paths["datasets"].read_bytes(),
     )
     return build_document(estate, audit(estate))

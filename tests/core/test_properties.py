@@ -14,12 +14,12 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from support.helpers import EXAMPLE_ESTATE, FIXTURES
 
 from airflow_provider_coremodels.core import (
     audit,
@@ -43,11 +43,14 @@ FUZZ = settings(
 )
 
 Blob = bytes | str  # what the parse accepts for one artifact
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ARTIFACTS = ("dags", "tasks", "datasets")
 # The recorded estates: Airflow 3 (v2 API), Airflow 2 (v1 API), and Airflow 2 with list-shaped tasks.
 REAL_FILES = {
-    "airflow3": ("airflow3/dags.json", "airflow3/tasks.json", "airflow3/datasets.json"),
+    "airflow3": (
+        EXAMPLE_ESTATE / "dags.json",
+        EXAMPLE_ESTATE / "tasks.json",
+        EXAMPLE_ESTATE / "datasets.json",
+    ),
     "airflow2": ("airflow2/dags.json", "airflow2/tasks.json", "airflow2/datasets.json"),
     "airflow2-list": ("airflow2/dags.json", "airflow2/tasks_list_shape.json", "airflow2/datasets.json"),
 }

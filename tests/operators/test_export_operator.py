@@ -164,7 +164,9 @@ def test_a_refused_password_fails_the_task_without_leaking_it(
         "login": airflow_server.username,
         "password": CANARY,
     }
-    result = dag_test(runner_env, str(tmp_path / "sink"), AIRFLOW_CONN_AIRFLOW_API_DEFAULT=json.dumps(connection))
+    result = dag_test(
+        runner_env, str(tmp_path / "sink"), AIRFLOW_CONN_AIRFLOW_API_DEFAULT=json.dumps(connection)
+    )
     assert marker(result.stdout, "STATE") == "failed failed"
     log = result.stdout + result.stderr
     assert "authentication refused by" in log
@@ -181,7 +183,9 @@ def test_a_server_echoing_the_token_and_password_fails_the_task_without_either(
 
     with HostileApi("echo-secrets", password=CANARY) as api:
         connection = {"conn_type": "airflow_api", "host": api.base_url, "login": "admin", "password": CANARY}
-        result = dag_test(runner_env, str(tmp_path / "sink"), AIRFLOW_CONN_AIRFLOW_API_DEFAULT=json.dumps(connection))
+        result = dag_test(
+            runner_env, str(tmp_path / "sink"), AIRFLOW_CONN_AIRFLOW_API_DEFAULT=json.dumps(connection)
+        )
     assert marker(result.stdout, "STATE") == "failed failed"
     log = result.stdout + result.stderr
     assert "HTTP 403" in log

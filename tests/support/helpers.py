@@ -11,13 +11,21 @@ from airflow_provider_coremodels.core import Estate, audit, build_document, pars
 TESTS = Path(__file__).parent.parent
 REPO = TESTS.parent
 FIXTURES = TESTS / "fixtures"
+#: The example estate's recording ships inside the package (``audit --example`` reads it); the
+#: tests read that one copy.
+EXAMPLE_ESTATE = REPO / "airflow_provider_coremodels" / "example_estate"
 # The official OASIS SARIF 2.1.0 schema (errata 01), shipped as test data.
 SARIF_SCHEMA = FIXTURES / "schemas" / "sarif-schema-2.1.0.json"
 
 
+def fixture_dir(generation: str) -> Path:
+    """The folder of one recording: ``airflow3`` is the example estate, the others are test data."""
+    return EXAMPLE_ESTATE if generation == "airflow3" else FIXTURES / generation
+
+
 def artifact_paths(generation: str) -> dict[str, Path]:
     """The recorded dags, tasks and datasets artifacts of one API generation."""
-    folder = FIXTURES / generation
+    folder = fixture_dir(generation)
     return {name: folder / f"{name}.json" for name in ("dags", "tasks", "datasets")}
 
 

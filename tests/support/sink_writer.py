@@ -6,7 +6,8 @@ it mid-write::
     python tests/support/sink_writer.py ROOT STREAM START COUNT
 
 pushes documents ``START .. START+COUNT-1`` of ``STREAM`` into the FileSink at ROOT. Each
-document is the recorded Airflow 3 estate (``tests/fixtures/airflow3``) copied 50 to 150 times
+document is the recorded Airflow 3 example estate (``airflow_provider_coremodels/example_estate``)
+copied 50 to 150 times
 under new DAG and asset names, about 0.3 to 1 MB of JSON, different for every index and stream.
 Lines on stdout, flushed at once::
 
@@ -35,7 +36,7 @@ from airflow_provider_coremodels.core import audit, build_document, parse_artifa
 from airflow_provider_coremodels.core.document import encode
 from airflow_provider_coremodels.sinks import FileSink
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "airflow3"
+FIXTURE = Path(__file__).resolve().parents[2] / "airflow_provider_coremodels" / "example_estate"
 MIN_COPIES = 50
 MAX_COPIES = 150
 
