@@ -129,7 +129,8 @@ def send_with_retries(
         try:
             response = session.request(method, url, stream=True, **request)
         except requests.exceptions.SSLError as exc:
-            raise error(SECRETS.scrub(f"TLS error talking to {url}: {_reason(exc)}")) from None
+            reason = _tls_reason(exc)
+            raise error(SECRETS.scrub(f"TLS error talking to {url}: {reason}{_hint(url, reason)}")) from None
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
             problem = f"{type(exc).__name__}: {_reason(exc)}"
         except requests.RequestException as exc:  # too many redirects, a redirect to file:// ...
@@ -155,7 +156,8 @@ def send_with_retries(
             budget = f" (the retry budget of {policy.budget:g} s is spent)"
             spent = "" if attempt >= policy.max_attempts else budget
             attempts = f"{attempt} attempt{'s' if attempt > 1 else ''}"
-            raise error(SECRETS.scrub(f"{method} {url} failed after {attempts}: {problem}{spent}"))
+            hint = _hint(url, problem)
+            raise error(SECRETS.scrub(f"{method} {url} failed after {attempts}: {problem}{spent}{hint}"))
         log.warning("%s %s: %s; retrying in %.1f s (attempt %d)", method, url, problem, delay, attempt + 1)
         on_retry()
         time.sleep(delay)
@@ -216,6 +218,47 @@ def _read_body(
 _TRANSPORT_REASON = re.compile(
     r"\[Errno -?\d+\] [^'\")]+|timed out|Connection reset by peer|Connection aborted|IncompleteRead"
 )
+
+
+_TLS_REASON = re.compile(r"\[SSL: (\w+)\] ([^(\'\")]+)")
+
+#: What to do about the transport failures people meet first: (what the reason says, scheme or
+#: None for either, the hint). The first that matches is given.
+_HINTS: tuple[tuple[str, str | None, str], ...] = (
+    ("WRONG_VERSION_NUMBER", "https", "the server speaks plain HTTP there: use http://, or the TLS port"),
+    ("RECORD_LAYER_FAILURE", "https", "the server speaks plain HTTP there: use http://, or the TLS port"),
+    (
+        "CERTIFICATE_VERIFY_FAILED",
+        None,
+        "for a private or self-signed CA give its bundle (the connection's ca_bundle extra, or --ca-bundle)",
+    ),
+    ("Connection refused", None, "is the API server running and listening at {authority}?"),
+    ("Name or service not known", None, "the host name {host} does not resolve: check the URL or connection"),
+    ("nodename nor servname", None, "the host name {host} does not resolve: check the URL or connection"),
+    ("Connection aborted", "http", "if the server expects TLS there, use https://"),
+    ("Connection reset by peer", "http", "if the server expects TLS there, use https://"),
+)
+
+
+def _hint(url: str, reason: str | None) -> str:
+    """``"; <what to try>"`` for a failure people commonly meet first, else ``""``."""
+    if not reason:
+        return ""
+    parts = urlsplit(url)
+    for marker, scheme, hint in _HINTS:
+        if marker in reason and scheme in (None, parts.scheme):
+            authority = parts.netloc.rpartition("@")[2]
+            return "; " + hint.format(authority=authority, host=parts.hostname or authority)
+    return ""
+
+
+def _tls_reason(exc: Exception) -> str:
+    """``certificate verify failed: ... (CERTIFICATE_VERIFY_FAILED)`` from a wrapped TLS error."""
+    found = _TLS_REASON.search(str(exc))
+    if not found:
+        return _reason(exc)
+    code, text = found.groups()
+    return f"{text.strip()} ({code})"
 
 
 def _reason(exc: Exception) -> str:

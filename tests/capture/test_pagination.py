@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -85,6 +86,30 @@ def test_progress_is_a_bar_on_a_terminal() -> None:
     progress(4, 4)
     progress.close()
     assert stream.getvalue().endswith("\rcapturing tasks [##############################] 4/4 DAGs\n")
+
+
+def test_a_log_line_never_starts_on_the_bar(caplog) -> None:
+    """A retry warning while the bar shows: the bar is erased first, the warning gets its own
+    line, and the next frame is drawn below it; close() leaves the handlers as they were."""
+    stream = _Terminal()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        progress = ProgressReporter(stream)
+        progress(1, 4)
+        logging.getLogger("airflow_provider_coremodels.transport").warning("GET /x: HTTP 503; retrying")
+        progress(4, 4)
+        progress.close()
+        assert handler.filters == []
+    finally:
+        root.removeHandler(handler)
+    bar = "capturing tasks [{}] {}/4 DAGs"
+    assert stream.getvalue() == (
+        "\r" + bar.format("#######" + "." * 23, 1)
+        + "\r\x1b[2K" + "GET /x: HTTP 503; retrying\n"
+        + "\r" + bar.format("#" * 30, 4) + "\n"
+    )  # fmt: skip
 
 
 def test_progress_is_a_line_every_few_seconds_in_a_log() -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import ssl
 import struct
 import threading
 from collections import deque
@@ -166,6 +167,8 @@ class BackgroundHTTPServer:
     handler_class: type[RequestHandler] = RequestHandler
     description = "the server"  # in error messages: "<description> is not running"
     thread_name = "local-http"  # the serving thread is "<thread_name>-<port>"
+    #: Serve HTTPS with this server-side context (tests/support/tls.py makes one); None: plain HTTP.
+    tls: ssl.SSLContext | None = None
 
     def __init__(self) -> None:
         self._received: list[Received] = []
@@ -178,7 +181,7 @@ class BackgroundHTTPServer:
         if self._server is None:
             raise RuntimeError(f"{self.description} is not running")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     @property
     def requests(self) -> list[tuple[str, str]]:
@@ -207,6 +210,8 @@ class BackgroundHTTPServer:
             raise RuntimeError(f"{self.description} is already running")
         handler = type(self.handler_class.__name__.lstrip("_"), (self.handler_class,), {"owner": self})
         self._server = TrackingHTTPServer(("127.0.0.1", 0), handler)  # port 0: the OS picks a free one
+        if self.tls is not None:  # each accepted connection does its handshake in the serving thread
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
