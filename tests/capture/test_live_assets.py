@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
+from support.airflow_server import VIEWER
 from support.asset_estate import EXPECTED_ASSET_LINEAGE
 from support.counting_proxy import CountingProxy
 from support.helpers import REPO
@@ -51,6 +53,37 @@ def test_every_declared_dependency_is_a_typed_edge_and_the_findings_tell_the_tru
     assert [(r["artifact"], r.get("subject")) for r in document["lossiness"]] == [
         ("datasets", "orders_by_slash_ref")
     ]
+
+
+def test_a_read_only_viewer_captures_everything_an_admin_does(assets_server) -> None:
+    """The permissions docs/capture.md states: the simple auth manager's viewer role is enough
+    for every request, the asset model's included (no lossiness, the same document)."""
+    viewer = ApiSource(assets_server.base_url, username=VIEWER[0], password=VIEWER[1])
+    with AirflowApiClient(viewer) as client:
+        as_viewer = capture(client)
+    with AirflowApiClient(source(assets_server)) as client:
+        as_admin = capture(client)
+    assert as_viewer.lossiness == []
+    viewed, administered = (c.estate() for c in (as_viewer, as_admin))
+    assert (
+        build_document(viewed, audit(viewed))["fingerprint"]
+        == (build_document(administered, audit(administered))["fingerprint"])
+    )
+    # and the role is really the least one: it may read, not change, nor read connections
+    token = requests.post(
+        f"{assets_server.base_url}/auth/token",
+        json={"username": VIEWER[0], "password": VIEWER[1]},
+        timeout=30,
+    ).json()["access_token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    pause = requests.patch(
+        f"{assets_server.base_url}/api/v2/dags/raw_orders",
+        json={"is_paused": True},
+        headers=headers,
+        timeout=30,
+    )
+    connections = requests.get(f"{assets_server.base_url}/api/v2/connections", headers=headers, timeout=30)
+    assert (pause.status_code, connections.status_code) == (403, 403)
 
 
 def test_request_count_is_the_minimum_plus_the_asset_model(assets_server) -> None:

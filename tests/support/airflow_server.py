@@ -35,6 +35,9 @@ from typing import Any
 import requests
 
 DEFAULT_PASSWORD = "coremodels-test-password"
+#: A second user with the simple auth manager's least role (read-only): what the docs tell
+#: people the capture needs, and the tests capture with.
+VIEWER = ("viewer", "coremodels-viewer-password")
 AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 
 
@@ -228,13 +231,13 @@ class AirflowApiServer:
         self.log_path = self.home / "api-server.log"
 
         passwords_file = self.home / "simple_auth_manager_passwords.json"
-        passwords_file.write_text(json.dumps({self.username: self.password}))
+        passwords_file.write_text(json.dumps({self.username: self.password, VIEWER[0]: VIEWER[1]}))
 
         env = home_env(self.home, self.dags_folder)
         env.update(
             {
                 "AIRFLOW__CORE__AUTH_MANAGER": AUTH_MANAGER,
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin,{VIEWER[0]}:viewer",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file),
                 "AIRFLOW__API__SECRET_KEY": "coremodels-test-api-secret-key",
                 "AIRFLOW__API_AUTH__JWT_SECRET": "coremodels-test-jwt-secret-" + "0123456789abcdef" * 4,
