@@ -1,6 +1,6 @@
 """The snapshot document: the estate, its audit and its fingerprint as camelCase JSON.
 
-This is the interface outside tools read (CONTRACT section 3). ``build_document`` writes
+This is the interface outside tools read (documented in docs/snapshot.md). ``build_document`` writes
 it, ``load_document`` reads one back for a re-audit or as a baseline, and ``fingerprint``
 hashes the governed content only, so an unchanged estate always hashes the same.
 """

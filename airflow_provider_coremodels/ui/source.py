@@ -26,7 +26,7 @@ CONFIG_ENV = "AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR"
 _FIX_EXPORT = (
     "Run the export with a file sink into that directory — the coremodels_export DAG "
     "(CoreModelsExportOperator with sinks=['/path/to/dir']) or "
-    "`airflow coremodels export --conn-id airflow_api --sink /path/to/dir` — "
+    "`airflow coremodels export --sink /path/to/dir` — "
     "and reload this page."
 )
 
