@@ -17,6 +17,7 @@ import msgspec
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.audit import AuditResult, Baseline
 from airflow_provider_coremodels.core.collector import gc_paused
+from airflow_provider_coremodels.core.freshness import freshness_json, read_freshness_json
 from airflow_provider_coremodels.core.model import (
     ASSET,
     CAPABILITIES,
@@ -162,6 +163,8 @@ def _build_document(estate: Estate, result: AuditResult, max_snapshot_bytes: int
             "fingerprint": result.baseline.fingerprint,
             "reason": result.baseline.reason,
         },
+        # volatile: judged by the freshness rules, outside the fingerprint (core/freshness.py)
+        "freshness": freshness_json(estate.freshness),
     }
     size = len(encode(document))
     if size > max_snapshot_bytes:
@@ -257,7 +260,8 @@ def load_document(data: bytes | str) -> StoredSnapshot:
             )
         )
     lineage.sort(key=lambda e: e.key)
-    estate = Estate(tuple(datasets), tuple(lineage), state, tuple(lossiness))
+    freshness = read_freshness_json(doc.get("freshness"))
+    estate = Estate(tuple(datasets), tuple(lineage), state, tuple(lossiness), freshness)
     return StoredSnapshot(stored_fingerprint, state, estate)
 
 

@@ -157,6 +157,32 @@ class State:
 
 
 @dataclass(frozen=True, slots=True)
+class Freshness:
+    """The volatile facts the freshness rules judge, kept apart from the governed content: they
+    change with every run of the estate, so they never enter datasets, lineage or the fingerprint.
+
+    ``asset_updates``: each asset's newest event (an ISO time; None: never updated), or None as a
+    whole when the API did not say. With ``updates_since`` (before Airflow 3.1, where only the
+    newest events back to that time are listed) an asset absent from ``asset_updates`` was not
+    updated since then, and may have been before. ``asset_created``: when each asset was
+    registered, which ages one never updated. ``failed_latest_run``: the DAGs whose latest run
+    failed, or None when unknown. ``next_run_after``: when each scheduled DAG runs next.
+    ``partitioned``: DAGs on partitioned timetables, whose assets cannot be judged as a whole.
+    """
+
+    asset_updates: Mapping[str, str | None] | None = None
+    updates_since: str | None = None
+    asset_created: Mapping[str, str] = field(default_factory=dict)
+    failed_latest_run: frozenset[str] | None = None
+    next_run_after: Mapping[str, str] = field(default_factory=dict)
+    partitioned: frozenset[str] = frozenset()
+
+    @property
+    def known(self) -> bool:
+        return self.asset_updates is not None or self.failed_latest_run is not None
+
+
+@dataclass(frozen=True, slots=True)
 class Estate:
     """A parsed estate in canonical order.
 
@@ -168,6 +194,7 @@ class Estate:
     lineage: tuple[Edge, ...]
     state: State
     lossiness: tuple[Lossiness, ...] = ()
+    freshness: Freshness = field(default_factory=Freshness)
 
     def dags(self) -> list[Dataset]:
         return [d for d in self.datasets if d.materialization == DAG]

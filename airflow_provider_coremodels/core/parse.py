@@ -29,6 +29,7 @@ from airflow_provider_coremodels.core.conditions import (
 )
 from airflow_provider_coremodels.core.conditions import to_text as condition_text
 from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT, read_conflicts
+from airflow_provider_coremodels.core.freshness import read_freshness
 from airflow_provider_coremodels.core.model import (
     ASSET,
     DAG,
@@ -98,6 +99,9 @@ class _Dag(TypedDict, total=False):
     dataset_expression: Any  # Airflow 2's name for it
     is_stale: Any  # these two only tell the API generation apart (_API_HINTS)
     is_active: Any
+    # volatile, read by the freshness rules only (core/freshness.py), never fingerprinted
+    next_dagrun_run_after: Any
+    timetable_partitioned: Any
 
 
 class _DagWarning(TypedDict, total=False):
@@ -109,6 +113,10 @@ class _DagWarning(TypedDict, total=False):
 class _Dags(TypedDict, total=False):
     dags: list[_Dag]
     dag_warnings: list[_DagWarning]  # GET /dagWarnings, riding along in the dags artifact
+    # riding along too, for the freshness rules: when the capture ran, and the DAGs whose
+    # latest run failed (GET /dags?last_dag_run_state=failed)
+    captured_at: Any
+    failed_latest_run: Any
 
 
 class _Task(TypedDict, total=False):
@@ -141,6 +149,8 @@ class _Asset(TypedDict, total=False):
     consuming_tasks: list[_Ref]
     aliases: list[_Named]
     watchers: list[_Named]
+    created_at: Any  # volatile, for the freshness rules: when it was registered, its newest event
+    last_asset_event: Any
 
 
 class _AssetWithExtra(_Asset, total=False):
@@ -159,6 +169,7 @@ class _Assets(TypedDict, total=False):
     datasets: list[_Asset]
     asset_aliases: list[_Named]
     asset_events: list[_AssetEvent]
+    recent_events: Any  # before Airflow 3.1: the newest events, within a window (freshness.py)
 
 
 class _AssetsWithExtra(TypedDict, total=False):
@@ -166,6 +177,7 @@ class _AssetsWithExtra(TypedDict, total=False):
     datasets: list[_AssetWithExtra]
     asset_aliases: list[_Named]
     asset_events: list[_AssetEvent]
+    recent_events: Any
 
 
 _DAGS_DECODER = msgspec.json.Decoder(_Dags | list[_Dag])
@@ -328,8 +340,14 @@ def build_estate(
     return Estate(
         datasets=tuple(all_datasets),
         lineage=lineage.edges(),
-        state=state or State(connector_version=__version__, api_version=_infer_api(raw_dags, datasets)),
+        state=state
+        or State(
+            connector_version=__version__,
+            api_version=_infer_api(raw_dags, datasets),
+            captured_at=_text(dags.get("captured_at")) if isinstance(dags, dict) else None,
+        ),
         lossiness=tuple(records),
+        freshness=read_freshness(dags, dag_raws, _asset_entries(datasets) if usable else None, datasets),
     )
 
 
@@ -928,7 +946,9 @@ def reduce_asset(raw: Any, *, keep_extra: bool = False) -> Any:
     capture asks for its events by id, to learn who writes through them)."""
     if not isinstance(raw, dict):
         return raw
-    reduced = {key: raw[key] for key in ("uri", "name", "group") if key in raw}
+    reduced = {
+        key: raw[key] for key in ("uri", "name", "group", "created_at", "last_asset_event") if key in raw
+    }
     if keep_extra and "extra" in raw:
         reduced["extra"] = raw["extra"]
     for key, keep in (
