@@ -98,6 +98,7 @@ def send_with_retries(
     on_attempt: Callable[[], None] = lambda: None,
     on_retry: Callable[[], None] = lambda: None,
     decode: bool = False,
+    decoder: Callable[[bytes], Any] | None = None,
     max_bytes: int = defaults.MAX_RESPONSE_BYTES,
     **request: Any,
 ) -> tuple[requests.Response, Any]:
@@ -148,7 +149,7 @@ def send_with_retries(
                 return response, None  # a redirect not followed, or a 4xx: the caller decides
             elif problem is None:
                 try:
-                    return response, decode_json(response.content)
+                    return response, (decoder or decode_json)(response.content)
                 except ValueError as exc:  # truncated, garbled, not UTF-8: worth another try
                     problem = f"the response body is not valid JSON ({exc})"
         delay = policy.delay(attempt, retry_after)

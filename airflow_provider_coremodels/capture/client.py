@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,9 @@ from airflow_provider_coremodels.transport import (
 )
 
 log = scrubbed_logger(__name__)
+
+#: Decodes a response body (raising ValueError on a bad one), in place of the generic JSON decode.
+Decoder = Callable[[bytes], Any]
 
 USER_AGENT = f"airflow-provider-coremodels/{__version__}"
 
@@ -186,13 +190,19 @@ class AirflowApiClient:
         assert self.info is not None, "connect() first"
         return f"/api/{self.info.api_version}{path}"
 
-    def get_json(self, path: str, params: dict[str, Any] | None = None) -> Any:
-        """GET an API path (``/dags``, not ``/api/v2/dags``) as JSON, retrying what is transient."""
+    def get_json(
+        self, path: str, params: dict[str, Any] | None = None, *, decoder: Decoder | None = None
+    ) -> Any:
+        """GET an API path (``/dags``, not ``/api/v2/dags``) as JSON, retrying what is transient.
+
+        ``decoder`` replaces the generic JSON decode, for an answer of which only a few keys
+        matter (a typed decode keeps memory to those keys).
+        """
         full = self.api_path(path)
         renewed = False
         while True:
             bearer = self._bearer
-            response, body = self._send("GET", full, params=params, decode=True)
+            response, body = self._send("GET", full, params=params, decode=True, decoder=decoder)
             if response.status_code == 401 and self._uses_jwt and not renewed:
                 self._renew(bearer)
                 renewed = True
@@ -230,6 +240,7 @@ class AirflowApiClient:
         json: Any = None,
         authenticated: bool = True,
         decode: bool = False,
+        decoder: Decoder | None = None,
         allow_redirects: bool = True,
     ) -> tuple[requests.Response, Any]:
         """Send with retries on transient failures; the response returned is final (maybe a 4xx)."""
@@ -244,6 +255,7 @@ class AirflowApiClient:
             on_attempt=self._count_request,
             on_retry=self._count_retry,
             decode=decode,
+            decoder=decoder or decode_json,
             params=params,
             json=json,
             headers=headers,

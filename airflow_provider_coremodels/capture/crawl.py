@@ -16,13 +16,14 @@ the export's answer.
 
 from __future__ import annotations
 
+import functools
 import queue
 import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import quote
 
@@ -31,6 +32,7 @@ from airflow_provider_coremodels.capture.client import AirflowApiClient, NotFoun
 from airflow_provider_coremodels.core import ABSENT, Estate, Lossiness, State, build_estate
 from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT
 from airflow_provider_coremodels.core.parse import (
+    decode_dag_ids_page,
     reduce_asset,
     reduce_dag,
     reduce_event,
@@ -50,6 +52,11 @@ ProgressCallback = Callable[[int, int], None]
 
 #: The newest events read per asset reached through an alias: who wrote it lately.
 EVENTS_LIMIT = 100
+#: Before Airflow 3.1 no asset says when it was last updated: the newest events are listed, back
+#: this far and no further than RECENT_EVENTS_MAX, which judges any asset whose producers
+#: should have updated it within the window.
+RECENT_EVENTS_DAYS = 7
+RECENT_EVENTS_MAX = 2_000
 
 
 @dataclass
@@ -62,11 +69,16 @@ class CaptureSummary:
     seconds: float = 0.0
     schedules: int = 0  # details requests: the DAGs scheduled on assets
     alias_writers: int = 0  # event requests: the assets reached through an alias
+    freshness: int = 0  # page requests for the freshness rules: failed latest runs, recent events
 
     def line(self) -> str:
         extra = [
             f"{count} for {what}"
-            for count, what in ((self.schedules, "asset schedules"), (self.alias_writers, "alias writers"))
+            for count, what in (
+                (self.schedules, "asset schedules"),
+                (self.alias_writers, "alias writers"),
+                (self.freshness, "freshness"),
+            )
             if count
         ]
         requests = f"{self.requests} requests" + (f" ({', '.join(extra)})" if extra else "")
@@ -124,6 +136,11 @@ class _List:
     last_total: int | None = None
     requested: set[int] = field(default_factory=set)
     ended: bool = False  # an empty page was seen: there is nothing past it
+    ids_only: bool = False  # read and keep only the ids (a filtered list whose objects the DAG list has)
+    then: _List | None = None  # a list to start once this one is complete (never two big bodies at once)
+    max_items: int | None = None  # read no further (the newest events): ``truncated`` then
+    truncated: bool = False
+    pages: int = 0  # page requests sent
 
 
 _NOTHING = object()
@@ -205,7 +222,24 @@ class _Crawl:
             warnings = _List(
                 "/dagWarnings", "dag_warnings", "dag_id", "dag_id", params={"warning_type": ASSET_CONFLICT}
             )
+            # the DAGs whose latest run failed (freshness): one filtered list, not a request per DAG
+            failed = _List(
+                "/dags", "dags", "dag_id", "dag_id", params={"last_dag_run_state": "failed"}, ids_only=True
+            )
+            dags.then = failed  # after the DAG list: a server that ignores the filter sends it again
             lists += [aliases, warnings]
+        since = _window_start(captured_at, info.api_version)
+        recent = None
+        if not _tells_last_updates(info.api_version, info.airflow_version):
+            recent = _List(
+                "/assets/events" if self.v2 else "/datasets/events",
+                "asset_events" if self.v2 else "dataset_events",
+                "-timestamp",
+                "id",
+                params={"timestamp_gte": since} if since else {},
+                max_items=RECENT_EVENTS_MAX,
+            )
+            lists.append(recent)
         # Not a `with` block: on an error, a timeout or a cancellation the capture must end now,
         # not after the requests in flight (each ends by itself within the read timeout).
         self.pool = ThreadPoolExecutor(
@@ -228,13 +262,26 @@ class _Crawl:
             datasets = {assets.key: list(assets.items.values()), "total_entries": len(assets.items)}
         else:
             self.lossiness.append(Lossiness("datasets", f"datasets artifact ignored: {assets.failure}"))
+        dags_doc["captured_at"] = captured_at
         if self.v2:
             dags_doc["dag_warnings"] = self._listed(warnings, "dags", "asset conflict warnings")
+            if failed.failure is None:
+                dags_doc["failed_latest_run"] = sorted(failed.items)
+            else:
+                self.lossiness.append(
+                    Lossiness(
+                        "dags", f"latest run states unknown (producer-failing not judged): {failed.failure}"
+                    )
+                )
             if datasets is not ABSENT:
                 datasets["asset_aliases"] = self._listed(aliases, "datasets", "asset aliases")
                 datasets["asset_events"] = [
                     event for uri in sorted(self.events) for event in self.events[uri]
                 ]
+        if recent is not None and datasets is not ABSENT:
+            recent_events = self._recent_events(recent, since)
+            if recent_events is not None:
+                datasets["recent_events"] = recent_events
         state = State(__version__, info.airflow_version, info.api_version, captured_at)
         summary = CaptureSummary(
             dags=len(dags.items),
@@ -245,6 +292,9 @@ class _Crawl:
             seconds=time.monotonic() - started,
             schedules=self.schedules,
             alias_writers=self.alias_assets,
+            freshness=sum(listing.pages for listing in (failed, recent) if listing is not None)
+            if self.v2
+            else (recent.pages if recent is not None else 0),
         )
         return Capture(
             dags=dags_doc,
@@ -265,6 +315,26 @@ class _Crawl:
                 dag = {**dag, key: self.expressions[dag_id]}
             ordered.append(dag)
         return ordered
+
+    def _recent_events(self, listing: _List, since: str | None) -> dict[str, Any] | None:
+        """The newest events as the parse reads them: complete back to ``since`` (the window's
+        start; without a time filter, the beginning), or to the oldest one read when cut short."""
+        if listing.failure is not None:
+            self.lossiness.append(
+                Lossiness(
+                    "datasets", f"last asset updates unknown (asset-stale not judged): {listing.failure}"
+                )
+            )
+            return None
+        events = [
+            {"uri": raw.get("uri") or raw.get("dataset_uri"), "timestamp": raw.get("timestamp")}
+            for raw in listing.items.values()
+            if isinstance(raw, dict)
+        ]
+        if listing.truncated:
+            times = sorted(str(e["timestamp"]) for e in events if isinstance(e["timestamp"], str))
+            since = times[0] if times else since
+        return {"since": since or _EPOCH, "events": events}
 
     def _listed(self, listing: _List, artifact: str, noun: str) -> list[Any]:
         if listing.failure is not None:
@@ -296,9 +366,14 @@ class _Crawl:
 
     def _page(self, listing: _List, offset: int) -> None:
         listing.in_flight += 1
+        listing.pages += 1
         listing.requested.add(offset)
         params = {**listing.params, "limit": PAGE_LIMIT, "offset": offset, "order_by": listing.order_by}
-        self._submit("page", (listing, offset), self.client.get_json, listing.path, params)
+        if listing.ids_only:
+            get = functools.partial(self.client.get_json, decoder=decode_dag_ids_page)
+            self._submit("page", (listing, offset), get, listing.path, params)
+        else:
+            self._submit("page", (listing, offset), self.client.get_json, listing.path, params)
 
     def _drain(self) -> None:
         handlers: dict[str, Callable[[Any, Future[Any]], None]] = {
@@ -360,7 +435,10 @@ class _Crawl:
             if item_id is None or item_id in listing.items:
                 continue  # a page boundary moved under a concurrent change: already have it
             new += 1
-            listing.items[item_id] = raw if self.keep_raw else self._reduce(listing.key, raw)
+            if listing.ids_only:
+                listing.items[item_id] = None
+            else:
+                listing.items[item_id] = raw if self.keep_raw else self._reduce(listing.key, raw)
             if listing.on_item is not None:
                 listing.on_item(raw)
         if offset and items and not new:
@@ -373,6 +451,14 @@ class _Crawl:
             listing.planned_end = total if isinstance(total, int) else 0
         self._fill(listing)
         self._maybe_more(listing)
+        self._start_next(listing)
+
+    def _start_next(self, listing: _List) -> None:
+        """Once ``listing`` is complete (nothing of it out, nothing more asked), start its ``then``."""
+        follower = listing.then
+        if follower is not None and not listing.in_flight:
+            listing.then = None
+            self._page(follower, 0)
 
     def _fill(self, listing: _List) -> None:
         """Request the first sweep's pages, no more than ``window`` of them out at once.
@@ -380,7 +466,11 @@ class _Crawl:
         A ``total_entries`` of a billion schedules nothing up front: each answer makes room for
         the next request, so pages follow what arrives.
         """
-        while listing.in_flight < self.window and listing.next_offset < listing.planned_end:
+        end = (
+            listing.planned_end if listing.max_items is None else min(listing.planned_end, listing.max_items)
+        )
+        listing.truncated = listing.max_items is not None and listing.planned_end > listing.max_items
+        while listing.in_flight < self.window and listing.next_offset < end:
             self._page(listing, listing.next_offset)
             listing.next_offset += listing.page_size
 
@@ -400,6 +490,8 @@ class _Crawl:
         self.lossiness.append(Lossiness("datasets", message))
 
     def _reduce(self, key: str, raw: Any) -> Any:
+        if key in ("asset_events", "dataset_events"):
+            return reduce_recent_event(raw)
         if key == "dags":
             return reduce_dag(raw)
         if key == "dag_warnings":
@@ -416,6 +508,9 @@ class _Crawl:
         filters); an empty page ends it either way.
         """
         if listing.ended or not listing.page_size or listing.stopped is not None:
+            return
+        if listing.max_items is not None and len(listing.items) >= listing.max_items:
+            listing.truncated = True
             return
         if listing.in_flight or listing.next_offset < listing.planned_end:
             return
@@ -510,3 +605,32 @@ class _Crawl:
                     f"{noun} at the start and {listing.last_total} at the end",
                 )
             )
+
+
+_EPOCH = "1970-01-01T00:00:00Z"
+
+
+def _tells_last_updates(api_version: str | None, airflow_version: str | None) -> bool:
+    """Whether ``GET /assets`` says when each asset was last updated (Airflow 3.1 and later)."""
+    if api_version != "v2":
+        return False
+    numbers = []
+    for part in (airflow_version or "").split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit())
+        numbers.append(int(digits) if digits else 0)
+    return tuple(numbers) >= (3, 1)
+
+
+def _window_start(captured_at: str, api_version: str | None) -> str | None:
+    """Where the list of recent events starts: Airflow 3 filters events by time, Airflow 2 cannot."""
+    if api_version != "v2":
+        return None
+    start = datetime.strptime(captured_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    return (start - timedelta(days=RECENT_EVENTS_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def reduce_recent_event(raw: Any) -> Any:
+    """An event as the freshness rules read it: the asset and the time."""
+    if not isinstance(raw, dict):
+        return raw
+    return {key: raw[key] for key in ("id", "uri", "dataset_uri", "timestamp") if key in raw}

@@ -180,7 +180,17 @@ class _AssetsWithExtra(TypedDict, total=False):
     recent_events: Any
 
 
+class _DagId(TypedDict, total=False):
+    dag_id: Any
+
+
+class _DagIdsPage(TypedDict, total=False):
+    dags: list[_DagId]
+    total_entries: Any
+
+
 _DAGS_DECODER = msgspec.json.Decoder(_Dags | list[_Dag])
+_DAG_IDS_DECODER = msgspec.json.Decoder(_DagIdsPage)
 _TASKS_DECODER = msgspec.json.Decoder(dict[str, _TaskResponse | list[_Task]] | list[_DagTasks])
 _ASSETS_DECODER = msgspec.json.Decoder(_Assets | list[_Asset])
 _ASSETS_EXTRA_DECODER = msgspec.json.Decoder(_AssetsWithExtra | list[_AssetWithExtra])
@@ -233,6 +243,12 @@ def _on_fresh_stack(func: Callable[..., Any], *args: Any) -> Any:
     if not ok:
         raise value
     return value
+
+
+def decode_dag_ids_page(data: bytes) -> Any:
+    """A page of the DAG list read for its dag_ids alone (a filtered list whose DAGs the capture
+    already has): a page of 200,000 DAGs costs their ids, not their objects."""
+    return _decode_reduced(_DAG_IDS_DECODER, data, ("dags",))
 
 
 def decode(data: bytes | str) -> Any:

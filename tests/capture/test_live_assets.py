@@ -89,7 +89,8 @@ def test_a_read_only_viewer_captures_everything_an_admin_does(assets_server) -> 
 def test_request_count_is_the_minimum_plus_the_asset_model(assets_server) -> None:
     """The minimum (version, token, DAG page, a tasks request per DAG, asset page), plus one details
     request per DAG scheduled on assets, one alias page, one warnings page, and one events page per
-    asset reached through an alias. Counted on the wire."""
+    asset reached through an alias; for the freshness rules, one page of the DAGs whose latest run
+    failed. Counted on the wire."""
     with CountingProxy(assets_server.base_url) as proxy:
         with AirflowApiClient(source(assets_server, proxy.base_url)) as client:
             captured = capture(client)
@@ -115,9 +116,10 @@ def test_request_count_is_the_minimum_plus_the_asset_model(assets_server) -> Non
         p for p in requests if p.startswith("/api/v2/assets/events?asset_id=")
     ]
     minimum = 2 + 1 + len(captured.tasks) + 1
-    assert captured.summary.requests == len(proxy.requests) == minimum + len(details) + 1 + 1 + 1
-    assert (captured.summary.schedules, captured.summary.alias_writers) == (10, 1)
-    assert "(10 for asset schedules, 1 for alias writers)" in captured.summary.line()
+    assert captured.summary.requests == len(proxy.requests) == minimum + len(details) + 1 + 1 + 1 + 1
+    summary = captured.summary
+    assert (summary.schedules, summary.alias_writers, summary.freshness) == (10, 1, 1)
+    assert "(10 for asset schedules, 1 for alias writers, 1 for freshness)" in captured.summary.line()
 
 
 def test_an_offline_audit_of_the_captured_files_gives_the_exports_answer(

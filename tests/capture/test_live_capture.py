@@ -13,7 +13,7 @@ from pathlib import Path
 import jwt
 import pytest
 from support.counting_proxy import CountingProxy
-from support.helpers import REPO, artifact_paths
+from support.helpers import CLI_GROUP, REPO, artifact_paths
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.cli.main import main
@@ -43,8 +43,9 @@ def fixture_document() -> dict:
 
 
 def governed(document: dict) -> dict:
-    """What must match between a live capture and the recording: everything but provenance."""
-    return {key: value for key, value in document.items() if key != "state"} | {
+    """What must match between a live capture and the recording: everything but provenance and
+    the volatile freshness facts (times of this server's own asset events)."""
+    return {key: value for key, value in document.items() if key not in ("state", "freshness")} | {
         "counts": document["state"]["counts"],
         "facts": document["state"]["facts"],
     }
@@ -78,7 +79,8 @@ def test_capture_then_offline_audit_matches_the_recorded_fixtures(airflow_server
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["dags.json", "datasets.json", "tasks.json"]
     assert result.stdout.startswith(
-        "captured 6 DAGs, 11 tasks, 4 assets: 14 requests (2 for asset schedules), 0 retries, "
+        "captured 6 DAGs, 11 tasks, 4 assets: 15 requests (2 for asset schedules, 1 for freshness), "
+        "0 retries, "
     )
     assert airflow_server.password not in result.stdout + result.stderr
 
@@ -103,7 +105,9 @@ def test_captured_files_have_the_documented_shapes(airflow_server, tmp_path: Pat
     )
     with AirflowApiClient(source) as client:
         result = capture(client, keep_raw=True)
-    assert set(result.dags) == {"dags", "total_entries", "dag_warnings"}
+    assert set(result.dags) == {"dags", "total_entries", "dag_warnings", "captured_at", "failed_latest_run"}
+    assert result.dags["captured_at"] == result.state.captured_at
+    assert result.dags["failed_latest_run"] == []  # no DAG has run on this server
     assert result.dags["total_entries"] == len(result.dags["dags"]) == 6
     assert all(set(response) >= {"tasks"} for response in result.tasks.values())
     assert set(result.datasets) == {"assets", "total_entries", "asset_aliases", "asset_events"}
@@ -148,13 +152,17 @@ def test_reduced_capture_gives_the_same_snapshot_as_raw(airflow_server) -> None:
         "bundle_name",
         "relative_fileloc",
         "asset_expression",
+        "next_dagrun_run_after",  # volatile: read by the freshness rules, never fingerprinted
+        "timetable_partitioned",
     }
 
 
 def test_request_count_is_the_minimum(airflow_server) -> None:
     """version + token + 1 DAG page + 1 tasks request per DAG + 1 asset page, and for the asset
     model: the details of the 2 asset-scheduled DAGs, 1 alias page, 1 page of asset-conflict
-    warnings (no asset here is reached through an alias: no event request). Counted on the wire."""
+    warnings (no asset here is reached through an alias: no event request), and for the freshness
+    rules 1 page of the DAGs whose latest run failed (Airflow 3.3 says each asset's last update
+    in the asset list itself). Counted on the wire."""
     with CountingProxy(airflow_server.base_url) as proxy:
         source = ApiSource(proxy.base_url, username=airflow_server.username, password=airflow_server.password)
         with AirflowApiClient(source) as client:
@@ -167,12 +175,13 @@ def test_request_count_is_the_minimum(airflow_server) -> None:
                 ("GET", "/api/v2/assets?limit=100&offset=0&order_by=id"),
                 ("GET", "/api/v2/assets/aliases?limit=100&offset=0&order_by=id"),
                 ("GET", "/api/v2/dagWarnings?warning_type=asset+conflict&limit=100&offset=0&order_by=dag_id"),
+                ("GET", "/api/v2/dags?last_dag_run_state=failed&limit=100&offset=0&order_by=dag_id"),
                 ("GET", "/api/v2/dags/customer_report/details"),
                 ("GET", "/api/v2/dags/daily_revenue/details"),
             ]
             + [("GET", f"/api/v2/dags/{dag_id}/tasks") for dag_id in sorted(result.tasks)]
         )
-    assert result.summary.requests == 14
+    assert (result.summary.requests, result.summary.freshness) == (15, 1)
     assert (result.summary.schedules, result.summary.alias_writers) == (2, 0)
     assert result.summary.retries == 0
 
@@ -236,6 +245,7 @@ def test_a_rejected_static_token_is_an_auth_failure(airflow_server, tmp_path: Pa
     assert "not-a-jwt" not in result.stderr
 
 
+@CLI_GROUP
 def test_airflow_cli_capture_with_a_connection(airflow_server, tmp_path: Path) -> None:
     """`airflow coremodels capture --conn-id` with the connection from an AIRFLOW_CONN_* variable."""
     connection = json.dumps(
@@ -284,7 +294,7 @@ def test_server_capping_pages_still_yields_every_dag_and_asset(capped_server) ->
         source = ApiSource(proxy.base_url, username=capped_server.username, password=capped_server.password)
         with AirflowApiClient(source) as client:
             result = capture(client)
-        dag_pages = sorted(path for _, path in proxy.requests if path.startswith("/api/v2/dags?"))
+        dag_pages = sorted(path for _, path in proxy.requests if path.startswith("/api/v2/dags?limit"))
         asset_pages = sorted(path for _, path in proxy.requests if path.startswith("/api/v2/assets?"))
     assert sorted(d["dag_id"] for d in result.dags["dags"]) == [
         "backfill_customers",
@@ -298,14 +308,19 @@ def test_server_capping_pages_still_yields_every_dag_and_asset(capped_server) ->
     assert dag_pages == [f"/api/v2/dags?limit=100&offset={o}&order_by=dag_id" for o in (0, 2, 4)]
     assert asset_pages == [f"/api/v2/assets?limit=100&offset={o}&order_by=id" for o in (0, 2)]
     assert all("limit=0" not in path for _, path in proxy.requests)
-    # version, token, 3 DAG pages, 6 tasks, 2 asset pages, 2 details, 1 alias page, 1 warnings page
-    assert result.summary.requests == 17
+    # version, token, 3 DAG pages, 6 tasks, 2 asset pages, 2 details, 1 alias page, 1 warnings page,
+    # 1 page of failed latest runs (empty here)
+    assert result.summary.requests == 18
     estate = result.estate()
     assert build_document(estate, audit(estate))["fingerprint"] == fixture_document()["fingerprint"]
 
 
+@pytest.mark.parametrize(
+    "airflow_cli",
+    [pytest.param(False, id="python-m"), pytest.param(True, id="airflow-coremodels", marks=CLI_GROUP)],
+)
 def test_a_connection_stored_in_the_metadata_database_works_from_the_command_line(
-    airflow_server, tmp_path: Path
+    airflow_server, tmp_path: Path, airflow_cli: bool
 ) -> None:
     """`airflow connections add` keeps it in the database, where the SDK's lookup outside a task
     does not look: both front doors still find it, as `airflow connections get` does."""
@@ -321,12 +336,12 @@ def test_a_connection_stored_in_the_metadata_database_works_from_the_command_lin
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
     assert not any(key.startswith("AIRFLOW_CONN_") for key in env)
-    for front_door in ([sys.executable, "-m", "airflow_provider_coremodels"], [airflow, "coremodels"]):
-        out = tmp_path / f"out-{len(front_door)}"
-        result = subprocess.run(
-            [*front_door, "capture", "--conn-id", "stored_api", "--out", str(out)],
-            capture_output=True, text=True, env=env, timeout=120,
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets")
-        assert airflow_server.password not in result.stdout + result.stderr
+    python_m = [sys.executable, "-m", "airflow_provider_coremodels"]
+    front_door = [airflow, "coremodels"] if airflow_cli else python_m
+    result = subprocess.run(
+        [*front_door, "capture", "--conn-id", "stored_api", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets")
+    assert airflow_server.password not in result.stdout + result.stderr

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 _Server = TypeVar("_Server", bound="BackgroundHTTPServer")
 
@@ -287,12 +288,18 @@ NOT_FOUND = json_reply({"detail": "Not Found"}, status=404)
 
 
 def no_aliases_no_warnings() -> dict[str, Reply]:
-    """What an Airflow 3 server without asset aliases or asset-conflict warnings answers to the two
-    lists the capture reads for the asset model: defaults for a scripted Airflow 3."""
+    """What an Airflow 3 server without asset aliases, asset-conflict warnings or failed runs
+    answers to the lists the capture reads for the asset model and the freshness rules: defaults
+    for a scripted Airflow 3."""
     return {
         "/api/v2/assets/aliases": json_reply({"asset_aliases": [], "total_entries": 0}),
         "/api/v2/dagWarnings": json_reply({"dag_warnings": [], "total_entries": 0}),
+        FAILED_RUNS: json_reply({"dags": [], "total_entries": 0}),
     }
+
+
+#: The list of DAGs whose latest run failed (a script key: the DAG list with that filter).
+FAILED_RUNS = "/api/v2/dags?last_dag_run_state=failed"
 
 
 class _ScriptedHandler(RequestHandler):
@@ -302,7 +309,7 @@ class _ScriptedHandler(RequestHandler):
     owner: ScriptedServer
 
     def answer(self, body: bytes) -> None:
-        reply = self.owner._next_reply(self.path.split("?", 1)[0])
+        reply = self.owner._next_reply(self.path)
         if reply.delay and self.owner._stopping.wait(reply.delay):
             reply = RESET  # the server is stopping: do not keep stop() waiting
         if reply.reset:
@@ -333,7 +340,9 @@ class ScriptedServer(BackgroundHTTPServer):
 
     Each request takes the next reply from its path's queue (``script(path, *replies)``); once
     the queue is empty it gets the path's default (``defaults`` or ``set_default``), or a 404
-    ``{"detail": "Not Found"}``. The method is not looked at.
+    ``{"detail": "Not Found"}``. A key may name a query too (``/api/v2/dags?last_dag_run_state=failed``):
+    it then takes the requests of that path whose query has those values. The method is not
+    looked at.
     """
 
     handler_class = _ScriptedHandler
@@ -365,9 +374,19 @@ class ScriptedServer(BackgroundHTTPServer):
         self._stopping.set()  # wakes handlers sleeping before a delayed reply
         super().stop()
 
-    def _next_reply(self, path: str) -> Reply:
+    def _next_reply(self, target: str) -> Reply:
+        """The reply for a request target: a script keyed ``path?name=value`` takes the requests
+        of that path whose query has that value; any other, the requests of its path."""
+        path, _, query = target.partition("?")
+        asked = set(parse_qsl(query, keep_blank_values=True))
         with self._script_lock:
-            queue = self._queues.get(path)
+            keys = [
+                key
+                for key in {*self._queues, *self._defaults}
+                if key.startswith(path + "?") and set(parse_qsl(key.partition("?")[2])) <= asked
+            ]
+            key = keys[0] if keys else path
+            queue = self._queues.get(key)
             if queue:
                 return queue.popleft()
-            return self._defaults.get(path, NOT_FOUND)
+            return self._defaults.get(key, NOT_FOUND)

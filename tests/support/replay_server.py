@@ -19,6 +19,7 @@ What it answers (everything else is a 404):
   Airflow 3 first falls back to v1.
 * ``GET /api/v1/dags?limit=&offset=&order_by=``: the DAGs, one page at a time.
 * ``GET /api/v1/dags/{dag_id}/tasks``: the tasks of one DAG (``dag_id`` URL-encoded).
+* ``GET /api/v1/datasets/events?limit=&offset=&order_by=``: the dataset events, one page at a time.
 * ``GET /api/v1/datasets?limit=&offset=&order_by=``: the datasets, one page at a time. By
   default ``total_entries`` overstates the count by 2, like the Airflow 2 bug where the count
   ignores the query's filters, so a client must stop on an empty page.
@@ -61,6 +62,7 @@ _PROBLEM_TYPES = {
 _ORDER_BY = {
     "dags": ("dag_id",),
     "datasets": ("id", "uri", "created_at", "updated_at"),
+    "dataset_events": ("id", "timestamp", "source_dag_id"),
 }
 
 
@@ -160,6 +162,7 @@ class AirflowV1ReplayServer(BackgroundHTTPServer):
         self._dags: list[dict[str, Any]] = self._load("dags.json")["dags"]
         self._tasks: dict[str, Any] = self._load("tasks.json")
         self._datasets: list[dict[str, Any]] = self._load("datasets.json")["datasets"]
+        self._events: list[dict[str, Any]] = self._load("dataset_events.json")["dataset_events"]
         # What GET /dags/{dag_id}/details adds to a DAG of the list: its dataset_expression.
         self._details: dict[str, dict[str, Any]] = self._load("dag_details.json")
 
@@ -201,6 +204,10 @@ class AirflowV1ReplayServer(BackgroundHTTPServer):
             if dag is None:
                 raise _Problem(404, "DAG not found", f"DAG with dag_id: '{endpoint[1]}' not found")
             return 200, {**dag, **self._details.get(endpoint[1], {"dataset_expression": None})}
+        if endpoint == ["datasets", "events"]:
+            self._require_method(method)
+            self._authenticate(authorization)
+            return 200, self._page("dataset_events", self._events, query, default_order="id")
         if endpoint == ["datasets"]:
             self._require_method(method)
             self._authenticate(authorization)
