@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.conditions import AssetIndex, ConditionError, from_text
 from airflow_provider_coremodels.core.conflicts import AssetConflict, read_conflicts
+from airflow_provider_coremodels.core.freshness import DEFAULT_TOLERANCE, FreshnessStatus, judge, parse_time
 from airflow_provider_coremodels.core.model import ASSET, DAG, VIA_ALIAS, Dataset, Edge, Estate, Finding
 from airflow_provider_coremodels.core.rules import make_finding
 from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
@@ -44,6 +46,9 @@ class BaselineStatus:
 class AuditResult:
     findings: tuple[Finding, ...]
     baseline: BaselineStatus
+    freshness: FreshnessStatus = dataclasses.field(
+        default_factory=lambda: FreshnessStatus(None, reason="not judged")
+    )
 
 
 @gc_paused()
@@ -54,13 +59,26 @@ def audit(
     no_baseline: str = "no baseline given",
     waivers: Sequence[Waiver] = (),
     today: dt.date | None = None,
+    now: dt.datetime | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> AuditResult:
     """Run every rule, apply the waivers; findings come back sorted by (section, code, subject).
 
     ``no_baseline`` is the reason recorded when there is no baseline to compare against.
-    ``today`` decides which waivers have expired (default: today's date in UTC).
+    ``today`` decides which waivers have expired (default: today's date in UTC). ``now`` is
+    when freshness is judged (default: the capture time, so a re-audit gives the same answer),
+    ``tolerance`` how many cadences old an asset may grow.
     """
     findings = list(conformance(estate))
+    fresh, freshness_status = judge(
+        estate,
+        lineage_sides(estate),
+        {d.identity: d for d in estate.datasets if d.materialization == DAG},
+        now=now or capture_time(estate),
+        tolerance=tolerance,
+        note=functools.partial(_alternative_note, alternatives=alternative_inputs(estate)),
+    )
+    findings.extend(fresh)
     if baseline is None:
         status = BaselineStatus(False, reason=no_baseline)
     elif baseline.estate is None:
@@ -75,7 +93,16 @@ def audit(
     if waivers:
         findings = apply_waivers(findings, waivers, today or dt.datetime.now(dt.timezone.utc).date())
     findings.sort(key=lambda f: (f.section, f.code, f.subject, f.detail or ""))
-    return AuditResult(tuple(findings), status)
+    return AuditResult(tuple(findings), status, freshness_status)
+
+
+def capture_time(estate: Estate) -> dt.datetime | None:
+    """When the estate was captured, which freshness is judged at unless told otherwise."""
+    captured = estate.state.captured_at
+    try:
+        return parse_time(captured) if captured else None
+    except ValueError:
+        return None
 
 
 # -- conformance --------------------------------------------------------------------------

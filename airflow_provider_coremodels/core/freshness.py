@@ -19,11 +19,15 @@ What each Airflow version tells:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_provider_coremodels.core.model import Freshness
+from airflow_provider_coremodels.core.cadence import Cadence, allowed_age, cadence, format_duration
+from airflow_provider_coremodels.core.model import ASSET, VIA_ALIAS, Dataset, Estate, Finding, Freshness
+from airflow_provider_coremodels.core.rules import make_finding
 
 
 def read_freshness(
@@ -168,3 +172,199 @@ def read_freshness_json(raw: Any) -> Freshness:
         next_run_after=times(raw.get("nextRunAfter")),
         partitioned=frozenset(d for d in raw.get("partitioned") or () if isinstance(d, str)),
     )
+
+
+# -- the rules: asset-stale and producer-failing -----------------------------------------------
+
+#: How many cadences old an asset may grow before it is stale (``--stale-tolerance``).
+DEFAULT_TOLERANCE = 2.0
+#: A DAG tag that sets the tolerance for the assets that DAG produces: ``coremodels:stale-tolerance=3``.
+TOLERANCE_TAG = "coremodels:stale-tolerance="
+#: How far past its due time an unpaused DAG's next run is "well past" when its cadence is unknown.
+_OVERDUE_WITHOUT_CADENCE = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class FreshnessStatus:
+    """How the freshness rules went: when they judged, with what tolerance, and what they could not.
+
+    ``judged_at`` is None when nothing was judged (``reason`` says why); ``unjudged`` counts the
+    assets with active consumers the rules could not judge, by reason.
+    """
+
+    judged_at: str | None
+    tolerance: float = DEFAULT_TOLERANCE
+    judged: int = 0
+    unjudged: Mapping[str, int] = field(default_factory=dict)
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Producer:
+    dag_id: str
+    cadence: Cadence
+    allowed: float | None  # seconds, tolerance included; None: its cadence is unknown
+    tolerance: float
+
+
+def judge(
+    estate: Estate,
+    sides: Mapping[str, Any],
+    dags: Mapping[str, Dataset],
+    *,
+    now: datetime | None,
+    tolerance: float = DEFAULT_TOLERANCE,
+    note: Callable[[str, list[str]], str] = lambda uri, consumers: "",
+) -> tuple[list[Finding], FreshnessStatus]:
+    """``asset-stale`` and ``producer-failing`` over every asset with active consumers, at ``now``.
+
+    ``sides`` maps an asset URI to its producing and consuming edges (``audit.Sides``); ``note``
+    adds what the other rules add to a detail (which consumers can run without the asset).
+    """
+    facts = estate.freshness
+    if now is None:
+        return [], FreshnessStatus(None, tolerance, reason="no capture time to judge at (give --now)")
+    if not facts.known:
+        return [], FreshnessStatus(
+            None, tolerance, reason="the capture did not say when assets were updated or how runs ended"
+        )
+    findings: list[Finding] = []
+    judged = 0
+    unjudged: dict[str, int] = {}
+    for asset in estate.datasets:
+        if asset.materialization != ASSET or asset.metadata.get("airflow.watched") == "true":
+            continue
+        edges = sides.get(asset.identity)
+        if edges is None:
+            continue
+        consumers = sorted(c for c in edges.consumer_ids() if c in dags and not dags[c].paused)
+        producer_ids = edges.producer_ids()
+        active = sorted(p for p in producer_ids if p in dags and not dags[p].paused)
+        if not consumers or not active:
+            continue  # nobody reads it, or paused-producer / asset-unproduced speak for it
+        failing = _producer_failing(asset, edges, active, consumers, dags, facts, note)
+        if failing is not None:
+            findings.append(failing)
+        stale, why_not = _asset_stale(asset, active, consumers, dags, facts, now, tolerance, note)
+        if stale is not None:
+            findings.append(stale)
+        if why_not is None:
+            judged += 1
+        else:
+            unjudged[why_not] = unjudged.get(why_not, 0) + 1
+    return findings, FreshnessStatus(format_time(now), tolerance, judged, dict(sorted(unjudged.items())))
+
+
+def _producer_failing(
+    asset: Dataset,
+    edges: Any,
+    active: list[str],
+    consumers: list[str],
+    dags: Mapping[str, Dataset],
+    facts: Freshness,
+    note: Callable[[str, list[str]], str],
+) -> Finding | None:
+    """Every active producer's latest run failed. Producers outside the estate, or writers through
+    an alias nobody named, could be the ones that succeed: then the rule claims nothing."""
+    failed = facts.failed_latest_run
+    if failed is None or any(p not in failed for p in active):
+        return None
+    if any(p not in dags for p in edges.producer_ids()):
+        return None  # an external producer: its runs are unknown
+    if asset.metadata.get("airflow.aliases") and not any(
+        (e.via or "").startswith(VIA_ALIAS) for e in edges.producers
+    ):
+        return None
+    detail = f"producers: {', '.join(active)}; active consumers: {', '.join(consumers)}"
+    return make_finding("producer-failing", asset.identity, detail + note(asset.identity, consumers))
+
+
+def _asset_stale(
+    asset: Dataset,
+    active: list[str],
+    consumers: list[str],
+    dags: Mapping[str, Dataset],
+    facts: Freshness,
+    now: datetime,
+    tolerance: float,
+    note: Callable[[str, list[str]], str],
+) -> tuple[Finding | None, str | None]:
+    """The finding, or None; and why the asset could not be judged (None when it was)."""
+    if any(p in facts.partitioned for p in active):
+        return None, "partitioned producer"
+    producers = [_producer(dags[p], tolerance) for p in active]
+    known = [p for p in producers if p.allowed is not None]
+    if not known:
+        return None, "cadence unknown"
+    bound = min(known, key=lambda p: p.allowed or 0.0)  # the most frequent producer sets the pace
+    allowed = bound.allowed or 0.0
+    updates = facts.asset_updates
+    if updates is None:
+        return None, "last update unknown"
+    uri = asset.identity
+    if uri in updates:
+        last = updates[uri]
+        if last is None:  # never updated: as old as the asset itself
+            created = facts.asset_created.get(uri)
+            if created is None:
+                return None, "last update unknown"
+            age = (now - parse_time(created)).total_seconds()
+            said = f"never updated (registered {format_duration(age)} ago)"
+        else:
+            age = (now - parse_time(last)).total_seconds()
+            said = f"last update {format_duration(age)} ago ({last})"
+    elif facts.updates_since is not None:  # not among the recent events: older than the window
+        age = (now - parse_time(facts.updates_since)).total_seconds()
+        if age <= allowed:
+            return None, "last update older than the events read"
+        said = f"not updated since {facts.updates_since} ({format_duration(age)} ago)"
+    else:
+        return None, "last update unknown"
+    if age <= allowed:
+        return None, None
+    pace = f"{bound.dag_id} runs {bound.cadence.text}, tolerance {_number(bound.tolerance)}"
+    detail = (
+        f"{said}; allowed {format_duration(allowed)} ({pace}); "
+        f"producers: {', '.join(active)}; active consumers: {', '.join(consumers)}"
+    )
+    overdue = _overdue(producers, facts, now)
+    if overdue:
+        detail += "; overdue: " + ", ".join(overdue)
+    return make_finding("asset-stale", uri, detail + note(uri, consumers)), None
+
+
+def _producer(dag: Dataset, tolerance: float) -> _Producer:
+    own = _tag_tolerance(dag.tags)
+    tolerance = own if own is not None else tolerance
+    pace = cadence(dag.metadata.get("airflow.schedule"))
+    return _Producer(dag.identity, pace, allowed_age(pace, tolerance), tolerance)
+
+
+def _tag_tolerance(tags: Iterable[str]) -> float | None:
+    """The tolerance a ``coremodels:stale-tolerance=N`` tag sets; a malformed one is ignored."""
+    for tag in tags:
+        if tag.startswith(TOLERANCE_TAG):
+            try:
+                value = float(tag[len(TOLERANCE_TAG) :])
+            except ValueError:
+                continue
+            if math.isfinite(value) and value > 0:
+                return value
+    return None
+
+
+def _overdue(producers: list[_Producer], facts: Freshness, now: datetime) -> list[str]:
+    """Unpaused producers whose next run is well past due: where to look first."""
+    late = []
+    for producer in producers:
+        due = facts.next_run_after.get(producer.dag_id)
+        if due is None:
+            continue
+        past = (now - parse_time(due)).total_seconds()
+        if past > (producer.cadence.seconds or _OVERDUE_WITHOUT_CADENCE):
+            late.append(f"{producer.dag_id} (next run due {format_duration(past)} ago)")
+    return late
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"

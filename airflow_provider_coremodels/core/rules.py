@@ -46,6 +46,7 @@ def failing_findings(findings: Sequence[dict[str, Any]], fail_on: str) -> list[d
 CONFORMANCE = "Conformance"
 COVERAGE = "Coverage"
 DRIFT = "Drift"
+FRESHNESS = "Freshness"
 WAIVERS = "Waivers"
 
 
@@ -122,6 +123,27 @@ RULES: tuple[Rule, ...] = (
         "Set `[core] load_examples = False` (AIRFLOW__CORE__LOAD_EXAMPLES=False) on production "
         "deployments: the examples add DAGs nobody owns to the estate.",
         about="bundle",
+    ),
+    Rule(
+        "asset-stale",
+        FRESHNESS,
+        Severity.WARNING,
+        "Asset has not been updated for longer than its producers' schedule allows — active consumers "
+        "are reading stale data.",
+        "Look at the producers named in the detail: a run that failed, a DAG the scheduler stopped "
+        "running (an overdue next run), or a task that no longer emits the asset. If the asset is "
+        "meant to update less often, tag its producer `coremodels:stale-tolerance=N` (N cadences).",
+        about="asset",
+    ),
+    Rule(
+        "producer-failing",
+        FRESHNESS,
+        Severity.WARNING,
+        "Every active producer of this asset failed its latest run — active consumers will run on "
+        "stale data.",
+        "Fix the producers' failing runs (their logs say why) and re-run them, or pause the consumers "
+        "until the asset is fresh again.",
+        about="asset",
     ),
     Rule(
         "dataset-unmapped",

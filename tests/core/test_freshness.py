@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
+from datetime import datetime, timezone
 
+import pytest
 from support.helpers import artifact_paths
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
@@ -121,3 +123,200 @@ def test_a_damaged_freshness_part_costs_only_freshness() -> None:
     assert stored.estate.freshness.asset_updates == {}
     assert stored.estate.freshness.failed_latest_run is None
     assert stored.fingerprint == document["fingerprint"]
+
+
+# -- the rules ----------------------------------------------------------------------------------
+
+NOW = datetime(2026, 12, 1, 6, tzinfo=timezone.utc)
+
+
+def estate_of(*, dags: list[dict], assets: list[dict], failed: list[str] | None = None, **extra: object):
+    doc: dict = {"dags": dags, **({"failed_latest_run": failed} if failed is not None else {}), **extra}
+    return parse_artifacts(json.dumps(doc), None, json.dumps({"assets": assets}))
+
+
+def dag(dag_id: str, schedule: str | None = "0 5 * * *", **keys: object) -> dict:
+    return {"dag_id": dag_id, "is_paused": False, "timetable_summary": schedule, **keys}
+
+
+def asset(uri: str, producers: list[str], consumers: list[str], last: str | None, **keys: object) -> dict:
+    return {
+        "uri": uri,
+        "created_at": "2026-10-01T00:00:00Z",
+        "last_asset_event": {"id": 1 if last else None, "timestamp": last},
+        "producing_tasks": [{"dag_id": p, "task_id": "t"} for p in producers],
+        "scheduled_dags": [{"dag_id": c} for c in consumers],
+        **keys,
+    }
+
+
+def fresh_findings(estate, **kwargs) -> list[tuple[str, str, str | None]]:
+    result = audit(estate, now=kwargs.pop("now", NOW), **kwargs)
+    return [(f.code, f.subject, f.detail) for f in result.findings if f.section == "Freshness"]
+
+
+def test_an_asset_older_than_two_cadences_is_stale_and_says_by_how_much() -> None:
+    estate = estate_of(
+        dags=[dag("load", next_dagrun_run_after="2026-11-29T05:00:00Z"), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-11-28T05:00:00Z")],
+    )
+    assert fresh_findings(estate) == [
+        (
+            "asset-stale",
+            "s3://lake/orders",
+            "last update 3 days ago (2026-11-28T05:00:00Z); allowed 48 hours (load runs daily, "
+            "tolerance 2); producers: load; active consumers: report; "
+            "overdue: load (next run due 49 hours ago)",
+        )
+    ]
+
+
+def test_within_the_tolerance_an_asset_is_fresh() -> None:
+    estate = estate_of(
+        dags=[dag("load"), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-11-29T07:00:00Z")],
+    )
+    result = audit(estate, now=NOW)
+    assert [f for f in result.findings if f.section == "Freshness"] == []
+    assert (result.freshness.judged, result.freshness.unjudged) == (1, {})
+    assert result.freshness.judged_at == "2026-12-01T06:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("tags", "tolerance", "stale"),
+    [
+        pytest.param([], 2.0, True, id="default"),
+        pytest.param([], 4.0, False, id="run-tolerance"),
+        pytest.param([{"name": "coremodels:stale-tolerance=4"}], 2.0, False, id="dag-tag"),
+        pytest.param([{"name": "coremodels:stale-tolerance=1"}], 9.0, True, id="tag-beats-run"),
+        pytest.param([{"name": "coremodels:stale-tolerance=soon"}], 2.0, True, id="bad-tag-ignored"),
+    ],
+)
+def test_the_tolerance_comes_from_the_run_or_the_producers_tag(tags, tolerance: float, stale: bool) -> None:
+    estate = estate_of(
+        dags=[dag("load", tags=tags), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-11-28T05:00:00Z")],
+    )
+    codes = [code for code, _, _ in fresh_findings(estate, tolerance=tolerance)]
+    assert codes == (["asset-stale"] if stale else [])
+
+
+def test_the_most_frequent_producer_sets_the_pace() -> None:
+    estate = estate_of(
+        dags=[dag("hourly", "0 * * * *"), dag("monthly", "0 0 1 * *"), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["hourly", "monthly"], ["report"], "2026-12-01T01:00:00Z")],
+    )
+    [(_, _, detail)] = fresh_findings(estate)
+    assert "allowed 2 hours (hourly runs hourly, tolerance 2); producers: hourly, monthly" in detail
+
+
+@pytest.mark.parametrize(
+    ("producer", "keys", "reason"),
+    [
+        pytest.param(dag("load", "Asset"), {}, "cadence unknown", id="asset-triggered"),
+        pytest.param(dag("load", None), {}, "cadence unknown", id="manual"),
+        pytest.param(dag("load", timetable_partitioned=True), {}, "partitioned producer", id="partitioned"),
+    ],
+)
+def test_what_cannot_be_judged_is_counted_not_guessed(producer: dict, keys: dict, reason: str) -> None:
+    estate = estate_of(
+        dags=[producer, dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-01-01T00:00:00Z", **keys)],
+    )
+    result = audit(estate, now=NOW)
+    assert [f.code for f in result.findings if f.section == "Freshness"] == []
+    assert result.freshness.unjudged == {reason: 1}
+
+
+def test_a_watched_asset_is_never_stale() -> None:
+    watched = asset(
+        "s3://lake/orders", ["load"], ["report"], "2026-01-01T00:00:00Z", watchers=[{"name": "w"}]
+    )
+    estate = estate_of(dags=[dag("load"), dag("report", "Asset")], assets=[watched])
+    assert fresh_findings(estate) == []
+
+
+def test_an_asset_never_updated_is_as_old_as_its_registration() -> None:
+    estate = estate_of(
+        dags=[dag("load"), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], None)],
+    )
+    [(code, _, detail)] = fresh_findings(estate)
+    assert code == "asset-stale"
+    assert detail.startswith("never updated (registered 61 days ago); allowed 48 hours")
+
+
+def test_a_paused_producer_is_left_to_paused_producer() -> None:
+    estate = estate_of(
+        dags=[dag("load", is_paused=True), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-01-01T00:00:00Z")],
+        failed=["load"],
+    )
+    result = audit(estate, now=NOW)
+    assert [f.code for f in result.findings] == ["dag-no-description", "dag-no-description", "dag-no-owner",
+                                                 "dag-no-owner", "paused-producer"]  # fmt: skip
+
+
+def test_producer_failing_when_every_active_producer_failed() -> None:
+    dags = [dag("a"), dag("b"), dag("c", is_paused=True), dag("report", "Asset")]
+    assets = [asset("s3://lake/orders", ["a", "b", "c"], ["report"], "2026-12-01T05:30:00Z")]
+    assert fresh_findings(estate_of(dags=dags, assets=assets, failed=["a", "b"])) == [
+        ("producer-failing", "s3://lake/orders", "producers: a, b; active consumers: report")
+    ]
+    assert fresh_findings(estate_of(dags=dags, assets=assets, failed=["a"])) == []
+    assert fresh_findings(estate_of(dags=dags, assets=assets)) == []  # the run states are unknown
+
+
+def test_an_external_producer_may_be_the_one_that_succeeds() -> None:
+    estate = estate_of(
+        dags=[dag("a"), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["a", "elsewhere"], ["report"], "2026-12-01T05:30:00Z")],
+        failed=["a"],
+    )
+    assert fresh_findings(estate) == []
+
+
+def test_before_3_1_an_asset_missing_from_the_window_is_judged_only_when_that_is_conclusive() -> None:
+    dags = [dag("daily"), dag("weekly", "0 0 * * 0"), dag("r1", "Asset"), dag("r2", "Asset")]
+    assets = [
+        {k: v for k, v in asset(uri, [p], [c], None).items() if k != "last_asset_event"}
+        for uri, p, c in (("s3://lake/d", "daily", "r1"), ("s3://lake/w", "weekly", "r2"))
+    ]
+    doc = {"assets": assets, "recent_events": {"since": "2026-11-24T06:00:00Z", "events": []}}
+    estate = parse_artifacts(json.dumps({"dags": dags}), None, json.dumps(doc))
+    result = audit(estate, now=NOW)
+    assert [(f.code, f.subject) for f in result.findings if f.section == "Freshness"] == [
+        ("asset-stale", "s3://lake/d")
+    ]
+    stale = next(f for f in result.findings if f.code == "asset-stale")
+    assert stale.detail is not None and stale.detail.startswith(
+        "not updated since 2026-11-24T06:00:00Z (7 days ago); allowed 48 hours"
+    )
+    assert result.freshness.unjudged == {"last update older than the events read": 1}
+
+
+def test_judged_at_the_capture_time_by_default_so_a_reaudit_agrees() -> None:
+    estate = estate_of(
+        dags=[dag("load"), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-11-28T05:00:00Z")],
+        captured_at="2026-12-01T06:00:00Z",
+    )
+    document = build_document(estate, audit(estate))
+    assert [f["code"] for f in document["findings"] if f["section"] == "Freshness"] == ["asset-stale"]
+    stored = load_document(json.dumps(document))
+    assert stored.estate is not None
+    again = build_document(stored.estate, audit(stored.estate))
+    assert again["findings"] == document["findings"]
+    assert (
+        audit(estate, now=datetime(2026, 11, 29, 6, tzinfo=timezone.utc)).findings != audit(estate).findings
+    )
+
+
+def test_without_a_capture_time_nothing_is_judged_and_the_reason_says_so() -> None:
+    estate = estate_of(
+        dags=[dag("load"), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-01-01T00:00:00Z")],
+    )
+    result = audit(estate)
+    assert [f for f in result.findings if f.section == "Freshness"] == []
+    assert result.freshness.reason == "no capture time to judge at (give --now)"
