@@ -39,8 +39,13 @@ class ExportResult:
 
     @property
     def unchanged(self) -> bool:
-        """True when every sink already held this fingerprint."""
+        """True when every sink already held this fingerprint and these findings."""
         return bool(self.sinks) and all(result.unchanged for result in self.sinks)
+
+    @property
+    def findings_changed(self) -> bool:
+        """True when a sink held this fingerprint with other findings, and stored the new ones."""
+        return any(result.findings_changed for result in self.sinks)
 
     def summary(self) -> dict[str, Any]:
         """A compact, JSON-safe summary: what the operator returns to XCom."""
@@ -52,6 +57,7 @@ class ExportResult:
             "lineageEdgesSkipped": self.document["lineageEdgesSkipped"],
             "snapshotStored": self.document["snapshotStored"],
             "unchanged": self.unchanged,
+            "findingsChanged": self.findings_changed,
             "sinks": [result.as_dict() for result in self.sinks],
         }
 
@@ -60,7 +66,12 @@ class ExportResult:
             ", ".join(f"{r.sink} ({'unchanged' if r.unchanged else 'written'})" for r in self.sinks)
             or "no sink"
         )
-        state = "unchanged" if self.unchanged else "changed"
+        if self.unchanged:
+            state = "unchanged"
+        elif self.findings_changed:
+            state = "unchanged, findings changed"
+        else:
+            state = "changed"
         return f"export: fingerprint {self.document['fingerprint']} {state}; {sinks}"
 
 

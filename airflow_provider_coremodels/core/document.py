@@ -122,6 +122,21 @@ def fingerprint(datasets: list[dict[str, Any]], lineage: list[dict[str, Any]]) -
     return digest.hexdigest()[:16]
 
 
+def findings_digest(findings: list[dict[str, Any]]) -> str:
+    """First 16 hex digits of SHA-256 over the canonical JSON of the findings (waivers included).
+
+    Beside the fingerprint, what a sink compares to decide whether a document is new: an
+    unchanged estate whose findings changed (a waiver added or expired, an asset gone stale)
+    is stored again, so what is stored never shows findings that no longer hold.
+    """
+    return hashlib.sha256(canonical_json(findings)).hexdigest()[:16]
+
+
+def stored_version(document: Document) -> str:
+    """``<fingerprint>-<findings digest>``: what identifies a stored document's content."""
+    return f"{document['fingerprint']}-{findings_digest(document.get('findings') or [])}"
+
+
 def encode(document: Document) -> bytes:
     """The stored byte form (compact UTF-8 JSON, keys in document order), which the cap measures."""
     return msgspec.json.encode(document)

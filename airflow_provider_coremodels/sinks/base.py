@@ -11,17 +11,24 @@ from airflow_provider_coremodels.core.document import Document
 
 @dataclass(frozen=True)
 class SinkResult:
-    """Where one push went: ``written`` lists what was stored (paths or URLs, no credentials)."""
+    """Where one push went: ``written`` lists what was stored (paths or URLs, no credentials).
+
+    ``unchanged``: the sink already held this fingerprint and these findings, so nothing was
+    written. ``findings_changed``: it held this fingerprint with other findings (a waiver added
+    or expired, freshness changed), so the document was stored again.
+    """
 
     sink: str
     unchanged: bool
     written: list[str] = field(default_factory=list)
     baseline_replaced: bool = False
+    findings_changed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "sink": self.sink,
             "unchanged": self.unchanged,
+            "findingsChanged": self.findings_changed,
             "written": list(self.written),
             "baselineReplaced": self.baseline_replaced,
         }

@@ -3,9 +3,11 @@
 Layout::
 
     <root>/latest.json                               the newest document stored whole: the baseline
-    <root>/history/<capturedAt>-<fingerprint>.json   one per change of fingerprint
+    <root>/history/<capturedAt>-<fingerprint>.json   one per change of fingerprint or findings
 
-An unchanged fingerprint writes nothing and is reported as unchanged. A document over the
+An unchanged fingerprint with unchanged findings writes nothing and is reported as unchanged;
+the same fingerprint with other findings (a waiver added or expired, an asset gone stale) is
+stored again, so ``latest.json`` never shows findings that no longer hold. A document over the
 snapshot cap goes to history without datasets and lineage, and ``latest.json`` (the baseline
 for coverage and drift) is left as it was.
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_coremodels.atomic import TEMPORARY, write_atomic_at
-from airflow_provider_coremodels.core.document import Document, encode, for_storage
+from airflow_provider_coremodels.core.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
@@ -64,9 +66,11 @@ class DirectorySink(Sink):
 
     def _push(self, document: Document) -> SinkResult:
         fingerprint = document["fingerprint"]
-        if _fingerprint_of(self.read_baseline()) == fingerprint:
-            log.info("sink %s: fingerprint %s unchanged; nothing written", self.uri, fingerprint)
+        held = _version_of(self.read_baseline())
+        if held == stored_version(document):
+            log.info("sink %s: fingerprint %s and findings unchanged; nothing written", self.uri, fingerprint)
             return SinkResult(self.uri, unchanged=True)
+        findings_changed = held is not None and held.partition("-")[0] == fingerprint
         stored = for_storage(document)
         data = encode(stored)
         history = self.root / HISTORY
@@ -78,7 +82,13 @@ class DirectorySink(Sink):
         if replaced:
             self._write(self.root / LATEST, data)
             written.append(str(self.root / LATEST))
-        return SinkResult(self.uri, unchanged=False, written=written, baseline_replaced=replaced)
+        return SinkResult(
+            self.uri,
+            unchanged=False,
+            written=written,
+            baseline_replaced=replaced,
+            findings_changed=findings_changed,
+        )
 
     # The storage operations, overridden where a store can do better.
 
@@ -232,12 +242,17 @@ def _naming(exc: OSError, path: Path) -> OSError:
     return OSError(exc.errno, exc.strerror, str(path))  # OSError() picks the subclass, e.g. FileNotFoundError
 
 
-def _fingerprint_of(data: bytes | None) -> str | None:
-    """The fingerprint of a stored document, read without decoding the whole estate model."""
+def _version_of(data: bytes | None) -> str | None:
+    """``<fingerprint>-<findings digest>`` of a stored document (``stored_version``), read without
+    decoding the estate model; None when there is none or it cannot be read."""
     if data is None:
         return None
     try:
-        value = json.loads(data).get("fingerprint")
-    except (ValueError, AttributeError, RecursionError):
+        stored = json.loads(data)
+    except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, str) else None
+    if not isinstance(stored, dict) or not isinstance(stored.get("fingerprint"), str):
+        return None
+    if not isinstance(stored.get("findings", []), list):
+        return None
+    return stored_version(stored)

@@ -1,12 +1,13 @@
 """The HTTP endpoint sink: POST the snapshot document to CoreModels (or any endpoint).
 
-The body is the document as gzip-encoded JSON; ``Idempotency-Key`` is the fingerprint, so a
-retried or repeated push of an unchanged estate is recognisably the same push. Transient
+The body is the document as gzip-encoded JSON; ``Idempotency-Key`` is
+``<fingerprint>-<findings digest>``, so a retried or repeated push of an unchanged estate with
+unchanged findings is recognisably the same push, and one whose findings changed is not. Transient
 failures are retried as in capture; on a 4xx the server's own error message is surfaced.
 Redirects are not followed: HTTP clients turn a redirected POST into a GET without the body,
 which would report a push that never arrived.
 An endpoint keeps no baseline that this sink can read back; the server may answer
-``{"unchanged": true}`` to say it already held this fingerprint.
+``{"unchanged": true}`` to say it already held this key.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import requests
 
 from airflow_provider_coremodels import __version__, defaults
-from airflow_provider_coremodels.core.document import Document, encode, for_storage
+from airflow_provider_coremodels.core.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
@@ -70,7 +71,7 @@ class EndpointSink(Sink):
         headers = {
             "Content-Type": "application/json",
             "Content-Encoding": "gzip",
-            "Idempotency-Key": document["fingerprint"],
+            "Idempotency-Key": stored_version(document),
         }
         response = self._send("POST", headers, data=gzip.compress(encode(stored)))
         if response.is_redirect or response.is_permanent_redirect:

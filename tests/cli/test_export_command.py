@@ -164,3 +164,25 @@ def test_export_without_a_sink_warns_that_nothing_is_stored(airflow_server) -> N
     )
     assert json.loads(result.stdout)["schemaVersion"] == 2  # stdout is still the document alone
     assert result.stderr.count("captured 6 DAGs") == 1  # the capture's summary, once
+
+
+def test_a_waiver_added_to_an_unchanged_estate_reaches_the_sink(airflow_server, tmp_path: Path) -> None:
+    """The estate did not change, its findings did: the export stores them and says so."""
+    sink = tmp_path / "out"
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text("- {code: dag-no-owner, subject: legacy_cleanup, reason: ops owns it}\n")
+    first = export(airflow_server, "--sink", str(sink))
+    assert first.returncode == 0, first.stderr
+    fingerprint = json.loads((sink / "latest.json").read_bytes())["fingerprint"]
+
+    waived = export(airflow_server, "--sink", str(sink), "--waivers", str(waivers))
+    assert waived.returncode == 0, waived.stderr
+    assert waived.stdout.rstrip().endswith(
+        f"export: fingerprint {fingerprint} unchanged, findings changed; {sink} (written)"
+    )
+    stored = json.loads((sink / "latest.json").read_bytes())
+    assert [f["subject"] for f in stored["findings"] if f.get("waived")] == ["legacy_cleanup"]
+    assert len(list((sink / "history").iterdir())) == 2
+
+    again = export(airflow_server, "--sink", str(sink), "--waivers", str(waivers))
+    assert again.stdout.rstrip().endswith(f"export: fingerprint {fingerprint} unchanged; {sink} (unchanged)")

@@ -8,6 +8,7 @@ except where a server's Retry-After sets the pace.
 from __future__ import annotations
 
 import base64
+import copy
 import gzip
 import json
 import logging
@@ -21,7 +22,7 @@ from support.helpers import artifact_paths, document_for
 from support.hostile_api import gzip_bomb
 from support.local_http import RESET, Received, Reply, ScriptedServer, json_reply
 
-from airflow_provider_coremodels.core.document import Document, encode, for_storage
+from airflow_provider_coremodels.core.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.hooks.coremodels import CoreModelsHook
@@ -116,7 +117,7 @@ def test_post_is_gzip_json_keyed_by_fingerprint(
     assert request.body[:2] == b"\x1f\x8b"  # the gzip magic number: compressed on the wire
     assert gzip.decompress(request.body) == encode(document)
     assert request.headers.get("Content-Type") == "application/json"
-    assert request.headers.get("Idempotency-Key") == document["fingerprint"]
+    assert request.headers.get("Idempotency-Key") == stored_version(document)
     assert request.headers.get("User-Agent", "").startswith("airflow-provider-coremodels/")
     if token:
         assert request.headers.get("Authorization") == f"Bearer {token}"
@@ -207,7 +208,7 @@ def test_transient_failure_is_retried_with_the_same_idempotency_key(
     assert result.unchanged is False
     attempts = posts(server)
     assert len(attempts) == 2
-    assert [r.headers.get("Idempotency-Key") for r in attempts] == [document["fingerprint"]] * 2
+    assert [r.headers.get("Idempotency-Key") for r in attempts] == [stored_version(document)] * 2
     assert [r.headers.get("Authorization") for r in attempts] == [f"Bearer {TOKEN}"] * 2
     assert attempts[0].body == attempts[1].body
     assert waited >= min_seconds
@@ -316,7 +317,7 @@ def test_over_the_cap_posts_the_document_without_datasets_and_lineage(server: Sc
     for key in ("state", "findings", "lossiness"):
         assert sent[key] == document[key]
     assert any(record["artifact"] == "snapshot" for record in sent["lossiness"])
-    assert request.headers.get("Idempotency-Key") == document["fingerprint"]
+    assert request.headers.get("Idempotency-Key") == stored_version(document)
     assert result.written == [url(server)]
     assert result.baseline_replaced is False
 
@@ -443,3 +444,15 @@ def test_the_coremodels_connection_test_pushes_nothing(
     assert [(r.method, r.headers.get("Authorization")) for r in server.received] == [
         ("GET", "Bearer Test-b7n-t0ken")
     ]
+
+
+def test_the_idempotency_key_covers_the_findings_sent(server: ScriptedServer, document: Document) -> None:
+    """The same estate with other findings is another push (another key); the same again is not."""
+    waived = copy.deepcopy(document)
+    waived["findings"][0]["waived"] = {"reason": "accepted", "expires": None}
+    sink = EndpointSink(url(server), token=TOKEN)
+    for doc in (document, waived, waived):
+        sink.push(doc)
+    keys = [r.headers.get("Idempotency-Key") for r in server.received]
+    assert keys[1] == keys[2] != keys[0]
+    assert all(key.startswith(document["fingerprint"] + "-") for key in keys)

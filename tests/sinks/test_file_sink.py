@@ -12,7 +12,9 @@ import pytest
 from support.helpers import document_for
 
 from airflow_provider_coremodels.atomic import TEMPORARY, temporary_name
+from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
 from airflow_provider_coremodels.core.document import encode
+from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SinkError, UsageError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
@@ -44,6 +46,7 @@ def test_first_push_writes_latest_and_history(tmp_path: Path) -> None:
         "unchanged": False,
         "written": [str(tmp_path / entry), str(tmp_path / "latest.json")],
         "baselineReplaced": True,
+        "findingsChanged": False,
     }
 
 
@@ -336,3 +339,32 @@ def test_a_file_uri_naming_another_host_is_refused(tmp_path: Path, monkeypatch, 
         f"sink {redact_url(uri)}: a file:// URI must name a local path (file:///path), not the host {host!r}"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_same_fingerprint_with_other_findings_is_stored_again_once(tmp_path: Path) -> None:
+    """A waiver added (or expired, or an asset gone stale) with an unchanged estate: latest.json
+    gets the new findings and history a new entry; the same push again writes nothing."""
+    dags = json.dumps([{"dag_id": "legacy", "description": "L", "owners": ["airflow"], "is_paused": False}])
+
+    def audited(captured_at: str, *waivers: Waiver) -> dict:
+        estate = parse_artifacts(dags, "{}", "[]")
+        doc = build_document(estate, audit(estate, waivers=waivers))
+        doc["state"]["capturedAt"] = captured_at
+        return doc
+
+    sink = FileSink(tmp_path)
+    first = audited("2026-11-29T06:00:00Z")
+    sink.push(first)
+    waived = audited("2026-11-30T06:00:00Z", Waiver("dag-no-owner", "legacy", "ops owns it"))
+    assert waived["fingerprint"] == first["fingerprint"] and waived["findings"] != first["findings"]
+
+    result = sink.push(waived)
+    assert (result.unchanged, result.findings_changed) == (False, True)
+    assert json.loads((tmp_path / "latest.json").read_bytes())["findings"][0]["waived"] == {
+        "reason": "ops owns it",
+        "expires": None,
+    }
+    assert len(list((tmp_path / "history").iterdir())) == 2
+    again = sink.push(audited("2026-12-01T06:00:00Z", Waiver("dag-no-owner", "legacy", "ops owns it")))
+    assert (again.unchanged, again.written) == (True, [])
+    assert len(list((tmp_path / "history").iterdir())) == 2

@@ -347,3 +347,23 @@ def test_unreachable_store_raises_sink_error_naming_the_uri(monkeypatch: pytest.
     assert error.value.exit_code == 3
     assert uri in str(error.value)
     assert_no_secret(str(error.value))
+
+
+def test_a_waiver_added_to_an_unchanged_estate_is_stored_again(s3: S3Store, prefix: str) -> None:
+    """Same fingerprint, other findings: latest.json and history get the new findings."""
+    finding = {"section": "Conformance", "severity": "Warning", "code": "dag-no-owner",
+               "subject": "daily_revenue", "message": "...", "detail": "owners: airflow"}  # fmt: skip
+    first = estate("load_orders", "daily_revenue")
+    first["findings"] = [finding]
+    waived = estate("load_orders", "daily_revenue", captured_at=LATER)
+    waived["findings"] = [{**finding, "waived": {"reason": "ops owns it", "expires": None}}]
+    sink = s3.sink(prefix)
+    sink.push(first)
+
+    result = sink.push(waived)
+    assert (result.unchanged, result.findings_changed, result.baseline_replaced) == (False, True, True)
+    assert s3.get(f"{prefix}/latest.json") == encode(waived)
+    assert s3.keys(prefix) == sorted(
+        [history_key(prefix, first), history_key(prefix, waived), f"{prefix}/latest.json"]
+    )
+    assert sink.push(waived).unchanged is True  # and then nothing again
