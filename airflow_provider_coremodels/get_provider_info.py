@@ -18,7 +18,8 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Maps an Airflow estate (DAGs, tasks, assets) into CoreModels, lineage first: "
         "capture through the REST API, audit locally, export a fingerprinted snapshot.",
         "versions": [__version__],
-        # The forms (display name, extra fields, field behaviour) Airflow 3.2+ reads from here.
+        # The forms (display name, extra fields, field behaviour) Airflow 3.2+ reads from here;
+        # 3.0 and 3.1 ignore the extra keys and ask the hooks (get_ui_field_behaviour).
         "connection-types": [
             {
                 "hook-class-name": "airflow_provider_coremodels.hooks.airflow_api.AirflowApiHook",
@@ -31,6 +32,7 @@ def get_provider_info() -> dict[str, Any]:
                 **FORMS[COREMODELS],
             },
         ],
+        # `airflow coremodels`: read by Airflow 3.2+ only; before it, `python -m airflow_provider_coremodels`.
         "cli": ["airflow_provider_coremodels.cli.definition.get_coremodels_cli_commands"],
         "config": {
             "coremodels": {

@@ -31,7 +31,8 @@ def fixtures() -> Path:
 
 @pytest.fixture(scope="session")
 def airflow_server():
-    """A real Airflow 3.3 API server on 127.0.0.1 serving example_dags/estate, started once per session."""
+    """A real API server of the installed Airflow on 127.0.0.1 serving example_dags/estate, started once
+    per session."""
     from support.airflow_server import AirflowApiServer
     from support.helpers import REPO
 
@@ -41,7 +42,7 @@ def airflow_server():
 
 @pytest.fixture(scope="session")
 def assets_server():
-    """A real Airflow 3.3 API server serving example_dags/assets, Airflow 3's asset constructs.
+    """A real API server of the installed Airflow serving example_dags/assets, Airflow 3's asset constructs.
 
     The alias producer runs once (so the alias resolves) and the scheduler's asset pass runs once
     (so Airflow writes its asset-conflict warnings), as on a deployment whose scheduler runs.

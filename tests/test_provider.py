@@ -8,6 +8,8 @@ import sys
 from importlib.metadata import entry_points
 
 import pytest
+import requests
+from support.helpers import PROVIDER_FORMS, WITHOUT_UI_PAGE
 
 from airflow_provider_coremodels import __version__
 
@@ -81,6 +83,19 @@ def test_cli_commands_build_for_airflow() -> None:
 
 
 @pytest.mark.airflow_server
+@WITHOUT_UI_PAGE
+def test_where_the_ui_cannot_show_the_page_the_plugin_adds_nothing(airflow_server) -> None:
+    """Airflow 3.0's UI has no external views and its API server ignores the UI's cookie: the
+    plugin still loads (the API server lists it, and started with it) but mounts no page."""
+    plugins = airflow_server.get("/api/v2/plugins").json()["plugins"]
+    [plugin] = [p for p in plugins if p["name"] == "coremodels"]
+    assert plugin["fastapi_apps"] == []
+    icon = requests.get(f"{airflow_server.base_url}/coremodels/icon.svg", timeout=30)
+    assert not icon.headers["content-type"].startswith("image/svg")  # the UI's own page, not ours
+
+
+@pytest.mark.airflow_server
+@PROVIDER_FORMS
 def test_the_connection_forms_reach_a_real_api_servers_hook_meta(airflow_server) -> None:
     """Airflow 3.2+ builds the connection forms from provider info: display names, labels,
     placeholders, hidden fields and typed extra fields, as /ui/connections/hook_meta serves them."""

@@ -1,7 +1,9 @@
 """The ``airflow coremodels`` command group, registered through the provider's ``cli`` section.
 
 Airflow imports this whenever its CLI starts, so it stays light: the specs are plain data,
-and each command's implementation is imported only when that command runs.
+and each command's implementation is imported only when that command runs. Only Airflow 3.2+
+reads a provider's ``cli`` section; older releases ignore it and never import this module,
+and ``python -m airflow_provider_coremodels`` is the same CLI there.
 """
 
 from __future__ import annotations
@@ -32,11 +34,9 @@ def _airflow_func(spec: CommandSpec) -> Callable[[Any], None]:
 
 def logs_to_stderr() -> None:
     """Keep stdout for the command's output (a table, a JSON document): Airflow logs to stdout."""
-    try:
-        from airflow.cli.utils import redirect_stdout_log_handlers_to_stderr
-    except ImportError:  # pragma: no cover - older Airflow without the helper
-        return
-    redirect_stdout_log_handlers_to_stderr()
+    from airflow_provider_coremodels.compat import stdout_logs_to_stderr
+
+    stdout_logs_to_stderr()
 
 
 def get_coremodels_cli_commands() -> list[CLICommand]:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk.bases.hook import BaseHook
-
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy
+from airflow_provider_coremodels.compat import BaseHook
 from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
 from airflow_provider_coremodels.hooks.connection_fields import (
     base_url,

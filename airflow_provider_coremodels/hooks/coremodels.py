@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow.sdk.bases.hook import BaseHook
-
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import RetryPolicy
+from airflow_provider_coremodels.compat import BaseHook
 from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
 from airflow_provider_coremodels.hooks.connection_fields import base_url, get_connection, mask, tls_verify
 from airflow_provider_coremodels.hooks.forms import COREMODELS, FORMS, ui_field_behaviour

@@ -11,9 +11,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_coremodels import defaults
+from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.render import (
     asset_model_line,
     finding_line,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from support.helpers import REPO, SARIF_SCHEMA, artifact_paths
+from support.helpers import CLI_GROUP, REPO, SARIF_SCHEMA, artifact_paths
 
 from airflow_provider_coremodels.cli.main import main
 
@@ -178,6 +178,7 @@ def test_lineage_of_a_snapshot_over_the_cap_is_exit_2(tmp_path: Path, capsys) ->
         pytest.param(["lineage", *REAL_ARGS, "--format", "dot"], id="lineage-dot"),
     ],
 )
+@CLI_GROUP
 def test_both_front_doors_agree(tmp_path: Path, argv: list[str]) -> None:
     env = {"AIRFLOW_HOME": str(tmp_path / "airflow"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
     airflow = str(Path(sys.executable).with_name("airflow"))

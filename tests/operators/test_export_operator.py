@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import dag_test_runner
 from support.airflow_server import migrated_home
-from support.helpers import REPO
+from support.helpers import AIRFLOW_VERSION, REPO, SERVED_ESTATE
 
 pytestmark = pytest.mark.airflow_server
 
@@ -56,7 +56,8 @@ def test_export_dag_logs_findings_and_returns_a_summary(runner_env, tmp_path: Pa
     log = result.stdout + result.stderr
 
     # the task log: a summary line, then one line per finding with severity, code, subject, message, detail
-    assert "6 DAGs (2 paused) · 4 assets · 11 tasks · 7 lineage edges (0 external) · fingerprint" in log
+    edges = f"{SERVED_ESTATE.lineage_edges} lineage edges (0 external)"
+    assert f"6 DAGs (2 paused) · 4 assets · 11 tasks · {edges} · fingerprint" in log
     assert (
         "Warning paused-producer s3://lake/orders.parquet: Every producer of this asset is paused "
         "while active DAGs still consume it — consumers will silently run on stale data."
@@ -69,20 +70,22 @@ def test_export_dag_logs_findings_and_returns_a_summary(runner_env, tmp_path: Pa
     assert summary == {
         "fingerprint": document["fingerprint"],
         "facts": {"dags": 6, "pausedDags": 2, "assets": 4, "tasks": 11},
-        "findings": {"Info": 1, "Warning": 3},
+        "findings": {"Info": 1, "Warning": SERVED_ESTATE.warnings},
         "lineageEdgesSkipped": 0,
         "snapshotStored": True,
         "unchanged": False,
+        "findingsChanged": False,
         "sinks": [
             {
                 "sink": str(out),
                 "unchanged": False,
+                "findingsChanged": False,
                 "written": [str(next((out / "history").iterdir())), str(out / "latest.json")],
                 "baselineReplaced": True,
             }
         ],
     }
-    assert document["state"]["airflowVersion"] == "3.3.2"
+    assert document["state"]["airflowVersion"] == AIRFLOW_VERSION
 
 
 def test_second_run_is_unchanged(runner_env, tmp_path: Path) -> None:
@@ -105,7 +108,8 @@ def test_fail_on_fails_the_task_after_pushing(runner_env, tmp_path: Path) -> Non
     out = tmp_path / "sink"
     result = dag_test({**runner_env, "AIRFLOW__CORE__DAGS_FOLDER": str(strict)}, str(out))
     assert marker(result.stdout, "STATE") == "failed failed"
-    assert "3 finding(s) at or above warning; the snapshot was pushed" in result.stdout + result.stderr
+    failing = f"{SERVED_ESTATE.warnings} finding(s) at or above warning; the snapshot was pushed"
+    assert failing in result.stdout + result.stderr
     assert (out / "latest.json").exists()
 
 
@@ -123,9 +127,11 @@ def test_waivers_are_logged_stored_and_left_out_of_the_counts(runner_env, tmp_pa
         "(producers: load_orders; active consumers: daily_revenue) [waived: orders are being migrated]" in log
     )
     assert "Warning waiver-expired dag-no-owner legacy_cleanup: Waiver has expired" in log
-    assert "findings: 4 (4 Warning, 1 Info)" not in log and "findings: 4 (3 Warning, 1 Info); 1 waived" in log
+    open_warnings = SERVED_ESTATE.warnings  # the waived one is not counted; the expiry is
+    assert f"findings: {open_warnings + 1} ({open_warnings + 1} Warning, 1 Info)" not in log
+    assert f"findings: {open_warnings + 1} ({open_warnings} Warning, 1 Info); 1 waived" in log
     summary = json.loads(marker(result.stdout, "XCOM"))
-    assert summary["findings"] == {"Info": 1, "Warning": 3}  # waived ones are not counted; the expiry is
+    assert summary["findings"] == {"Info": 1, "Warning": open_warnings}
     stored = json.loads((out / "latest.json").read_bytes())["findings"]
     assert [f["waived"] for f in stored if f.get("waived")] == [
         {"reason": "orders are being migrated", "expires": None}

@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 from support.airflow_server import home_env, migrated_home
 from support.counting_proxy import CountingProxy
-from support.helpers import artifact_paths
+from support.helpers import CLI_GROUP, artifact_paths
 from support.local_http import BackgroundHTTPServer, Reply, ScriptedServer, json_reply
 
 from airflow_provider_coremodels.capture import RetryPolicy
@@ -224,6 +224,8 @@ def door_cases(doors: Iterable[str], known: dict[tuple[str, str], str]) -> list[
         for case in CASES:
             reason = known.get((door, case.id))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            if door == AIRFLOW_CLI:
+                marks.append(CLI_GROUP)
             params.append(pytest.param(door, case, id=f"{SLUG[door]}-{case.id}", marks=marks))
     return params
 

@@ -8,11 +8,24 @@ Prints two marker lines: ``STATE <dag run state> <task state>`` and ``XCOM <json
 from __future__ import annotations
 
 import json
+import logging
 import runpy
 import sys
 
+import structlog
+
 if __name__ == "__main__":
     namespace = runpy.run_path(sys.argv[1])
+    if not structlog.is_configured():
+        # Airflow 3.0 leaves structlog to its defaults here: its dag.test() would print the
+        # in-process supervisor's debug trace (each message it relays, secrets to mask included)
+        # and tracebacks with every frame's local variables. Log as a worker's task log does, and
+        # as 3.3's dag.test() does: INFO and up, plain tracebacks.
+        renderer = structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)
+        structlog.configure(
+            processors=[*structlog.get_config()["processors"][:-1], renderer],
+            wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
+        )
     run = namespace["dag"].test()
     [ti] = run.get_task_instances()
     print("STATE", run.state, ti.state, flush=True)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from airflow.api_fastapi.core_api.security import get_user
 from fastapi.testclient import TestClient
-from support.helpers import recorded_estate
+from support.helpers import UI_PAGE, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document
 from airflow_provider_coremodels.sinks.directory import FileSink
@@ -102,6 +102,7 @@ def test_failures_are_a_short_page_never_a_stack_trace(
     assert "secret internals" not in page.text
 
 
+@UI_PAGE
 def test_the_plugin_mounts_the_app_lazily() -> None:
     """Loading the plugin (every Airflow process does) must not import the app and Airflow's API security."""
     [entry] = CoreModelsPlugin.fastapi_apps

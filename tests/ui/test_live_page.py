@@ -23,9 +23,9 @@ import pytest
 import requests
 from support.airflow_server import AirflowApiServer
 from support.browser import Browser
-from support.helpers import REPO
+from support.helpers import REPO, UI_PAGE
 
-pytestmark = pytest.mark.airflow_server
+pytestmark = [pytest.mark.airflow_server, UI_PAGE]
 
 ARTIFACTS = REPO / "test-artifacts"
 PAGE = "/coremodels/"
