@@ -10,6 +10,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -153,13 +154,18 @@ def export(
     max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
     include_asset_extra: bool = False,
     waivers: Sequence[Waiver] = (),
+    now: datetime | None = None,
+    stale_tolerance: float = defaults.STALE_TOLERANCE,
     progress: ProgressCallback | None = None,
 ) -> ExportResult:
-    """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink."""
+    """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink.
+
+    Freshness is judged at ``now`` (default: the capture time) with ``stale_tolerance``.
+    """
     captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
     estate = captured.estate(include_asset_extra=include_asset_extra)
     baseline, estate, missing = _baseline(sinks, estate)
-    result = audit(estate, baseline, no_baseline=missing, waivers=waivers)
+    result = audit(estate, baseline, no_baseline=missing, waivers=waivers, now=now, tolerance=stale_tolerance)
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)
     pushed = [sink.push(document) for sink in sinks]
     return ExportResult(document, captured.summary, pushed)

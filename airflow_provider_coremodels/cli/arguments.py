@@ -9,6 +9,8 @@ This module imports nothing heavy: Airflow reads it whenever its CLI starts.
 from __future__ import annotations
 
 import argparse
+import datetime
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +91,50 @@ ASSET_EXTRA = ArgSpec(
         "help": "carry each asset's extra into the snapshot (off by default: extras may hold credentials)",
     },
 )
+
+
+def _instant(value: str) -> datetime.datetime:
+    """An ISO 8601 time; without a zone it is UTC (as every time the API gives)."""
+    try:
+        when = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 time such as 2026-12-01T06:00:00Z, got {value}"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+
+
+def _tolerance(value: str) -> float:
+    number = float(value)
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of cadences, got {value}")
+    return number
+
+
+#: When and how strictly the freshness rules judge (asset-stale, producer-failing).
+FRESHNESS = (
+    ArgSpec(
+        ("--now",),
+        {
+            "type": _instant,
+            "metavar": "TIME",
+            "help": "judge freshness at this ISO 8601 time (default: the capture time, so a re-audit "
+            "of a stored snapshot gives the same answer)",
+        },
+    ),
+    ArgSpec(
+        ("--stale-tolerance",),
+        {
+            "type": _tolerance,
+            "default": defaults.STALE_TOLERANCE,
+            "metavar": "N",
+            "help": "how many of its producers' cadences old an asset may grow before it is stale "
+            f"(default: {defaults.STALE_TOLERANCE:g}; a producer's coremodels:stale-tolerance=N tag wins)",
+        },
+    ),
+)
+
+
 MAX_ARTIFACT_BYTES = ArgSpec(
     ("--max-artifact-bytes",),
     {
@@ -204,6 +250,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         func="airflow_provider_coremodels.cli.commands:audit",
         args=(
             *AUDIT_INPUTS,
+            *FRESHNESS,
             FORMAT,
             FAIL_ON_ARG,
             SOURCE_ROOT,
@@ -292,6 +339,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 {"metavar": "ID", "help": "the coremodels connection whose password is the endpoint's token"},
             ),
             WAIVERS,
+            *FRESHNESS,
             FORMAT,
             FAIL_ON_ARG,
             SOURCE_ROOT,

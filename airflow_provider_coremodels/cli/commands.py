@@ -86,7 +86,13 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
     else:
         raise UsageError(f"{command} needs --dags F (with --tasks and --datasets) or --snapshot S")
     baseline = read_baseline(args.baseline) if args.baseline else None
-    result = run_audit(estate, baseline, waivers=waivers)
+    result = run_audit(
+        estate,
+        baseline,
+        waivers=waivers,
+        now=getattr(args, "now", None),
+        tolerance=getattr(args, "stale_tolerance", defaults.STALE_TOLERANCE),
+    )
     return build_document(estate, result, **build)
 
 
@@ -150,6 +156,8 @@ def export(args: argparse.Namespace) -> int:
                 max_snapshot_bytes=args.max_snapshot_bytes,
                 include_asset_extra=args.include_asset_extra,
                 waivers=waivers,
+                now=args.now,
+                stale_tolerance=args.stale_tolerance,
                 progress=progress,
             )
     finally:

@@ -179,7 +179,7 @@ def _build_document(estate: Estate, result: AuditResult, max_snapshot_bytes: int
             "reason": result.baseline.reason,
         },
         # volatile: judged by the freshness rules, outside the fingerprint (core/freshness.py)
-        "freshness": freshness_json(estate.freshness),
+        "freshness": freshness_json(estate.freshness, result.freshness),
     }
     size = len(encode(document))
     if size > max_snapshot_bytes:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.cadence import Cadence, allowed_age, cadence, format_duration
 from airflow_provider_coremodels.core.model import ASSET, VIA_ALIAS, Dataset, Estate, Finding, Freshness
 from airflow_provider_coremodels.core.rules import make_finding
@@ -127,10 +128,13 @@ def format_time(when: datetime) -> str:
 # -- the document's freshness part ------------------------------------------------------------
 
 
-def freshness_json(freshness: Freshness) -> dict[str, Any]:
-    """The ``freshness`` part of the document (sorted, so that equal facts encode the same)."""
+def freshness_json(freshness: Freshness, status: FreshnessStatus | None = None) -> dict[str, Any]:
+    """The ``freshness`` part of the document: how the rules judged (``status``), then the facts
+    they judged, sorted so that equal facts encode the same."""
     updates = freshness.asset_updates
+    judgement = {} if status is None else status_json(status)
     return {
+        **judgement,
         "assetUpdates": None if updates is None else dict(sorted(updates.items())),
         "updatesSince": freshness.updates_since,
         "assetCreated": dict(sorted(freshness.asset_created.items())),
@@ -139,6 +143,16 @@ def freshness_json(freshness: Freshness) -> dict[str, Any]:
         else sorted(freshness.failed_latest_run),
         "nextRunAfter": dict(sorted(freshness.next_run_after.items())),
         "partitioned": sorted(freshness.partitioned),
+    }
+
+
+def status_json(status: FreshnessStatus) -> dict[str, Any]:
+    return {
+        "judgedAt": status.judged_at,
+        "tolerance": status.tolerance,
+        "judged": status.judged,
+        "notJudged": dict(status.unjudged),
+        "reason": status.reason,
     }
 
 
@@ -177,7 +191,7 @@ def read_freshness_json(raw: Any) -> Freshness:
 # -- the rules: asset-stale and producer-failing -----------------------------------------------
 
 #: How many cadences old an asset may grow before it is stale (``--stale-tolerance``).
-DEFAULT_TOLERANCE = 2.0
+DEFAULT_TOLERANCE = defaults.STALE_TOLERANCE
 #: A DAG tag that sets the tolerance for the assets that DAG produces: ``coremodels:stale-tolerance=3``.
 TOLERANCE_TAG = "coremodels:stale-tolerance="
 #: How far past its due time an unpaused DAG's next run is "well past" when its cadence is unknown.
@@ -223,7 +237,7 @@ def judge(
     """
     facts = estate.freshness
     if now is None:
-        return [], FreshnessStatus(None, tolerance, reason="no capture time to judge at (give --now)")
+        return [], FreshnessStatus(None, tolerance, reason="no capture time to judge at; give --now")
     if not facts.known:
         return [], FreshnessStatus(
             None, tolerance, reason="the capture did not say when assets were updated or how runs ended"
@@ -313,11 +327,16 @@ def _asset_stale(
         else:
             age = (now - parse_time(last)).total_seconds()
             said = f"last update {format_duration(age)} ago ({last})"
-    elif facts.updates_since is not None:  # not among the recent events: older than the window
-        age = (now - parse_time(facts.updates_since)).total_seconds()
-        if age <= allowed:
-            return None, "last update older than the events read"
-        said = f"not updated since {facts.updates_since} ({format_duration(age)} ago)"
+    elif facts.updates_since is not None:  # not among the recent events: not updated since then
+        created = facts.asset_created.get(uri)
+        if created is not None and created >= facts.updates_since:  # registered since: never updated
+            age = (now - parse_time(created)).total_seconds()
+            said = f"never updated (registered {format_duration(age)} ago)"
+        else:
+            age = (now - parse_time(facts.updates_since)).total_seconds()
+            if age <= allowed:
+                return None, "last update older than the events read"
+            said = f"not updated since {facts.updates_since} ({format_duration(age)} ago)"
     else:
         return None, "last update unknown"
     if age <= allowed:

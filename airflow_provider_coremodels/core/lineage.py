@@ -28,6 +28,8 @@ NodeKind = Literal["dag", "asset", "external"]
 _KIND_ORDER = {"dag": 0, "external": 1, "asset": 2}
 # The nodes a finding can be about, by what its rule's subject names.
 _NODE_KINDS = {"dag": ("dag",), "asset": ("asset",), "dataset": ("dag", "asset")}
+#: The findings that mark an asset stale in every picture.
+_STALE_CODES = frozenset(("asset-stale", "producer-failing"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,11 @@ class Node:
     watched: bool = False  # an asset a watcher (an event-driven trigger) updates from outside
 
     @property
+    def stale(self) -> bool:
+        """An asset the freshness rules found stale, or whose every active producer failed."""
+        return any(code in _STALE_CODES for code in self.findings)
+
+    @property
     def key(self) -> str:
         return _key(self.kind, self.id)
 
@@ -53,6 +60,8 @@ class Node:
             marks.append("external")
         if self.watched:
             marks.append("watched")
+        if self.stale:
+            marks.append("stale")
         if self.findings:
             count = len(self.findings)
             marks.append(f"{count} finding{'s' if count != 1 else ''}")
@@ -236,6 +245,7 @@ _MERMAID_CLASSES = (
     "classDef asset fill:#eaf6ec,stroke:#2da44e,color:#0f3d1c",
     "classDef external fill:#ffffff,stroke:#8c959f,stroke-dasharray:3 3,color:#57606a",
     "classDef paused fill:#eeeeee,stroke:#8c959f,stroke-dasharray:6 3,color:#57606a",
+    "classDef stale fill:#fff1e5,stroke:#bc4c00,color:#3d1300",
     "classDef finding stroke:#d1242f,stroke-width:3px",
 )
 
@@ -271,11 +281,20 @@ def _mermaid_text(text: str) -> str:
 
 def _classes(graph: LineageGraph) -> dict[str, list[str]]:
     """Which nodes carry each style class; later classes win where Mermaid and CSS apply several."""
-    classes: dict[str, list[str]] = {"dag": [], "asset": [], "external": [], "paused": [], "finding": []}
+    classes: dict[str, list[str]] = {
+        "dag": [],
+        "asset": [],
+        "external": [],
+        "paused": [],
+        "stale": [],
+        "finding": [],
+    }
     for node in graph.nodes:
         classes[node.kind].append(node.key)
         if node.paused:
             classes["paused"].append(node.key)
+        if node.stale:
+            classes["stale"].append(node.key)
         if node.findings:
             classes["finding"].append(node.key)
     return classes
@@ -307,6 +326,8 @@ def to_dot(graph: LineageGraph) -> str:
         if node.paused:
             attrs.update(fillcolor="#eeeeee", color="#8c959f", fontcolor="#57606a")
             style.append("dashed")
+        if node.stale:
+            attrs.update(fillcolor="#fff1e5")
         if node.findings:
             attrs.update(color="#d1242f", penwidth="2.5")
         attrs["style"] = ",".join(style)
@@ -346,6 +367,7 @@ _SVG_STYLE = """
 .coremodels-lineage .external rect { fill: #ffffff; stroke: #8c959f; stroke-dasharray: 3 3; }
 .coremodels-lineage .paused rect { fill: #eeeeee; stroke: #8c959f; stroke-dasharray: 6 3; }
 .coremodels-lineage .paused text, .coremodels-lineage .external text { fill: #57606a; }
+.coremodels-lineage .stale rect { fill: #fff1e5; }
 .coremodels-lineage .has-findings rect { stroke: #d1242f; stroke-width: 2.5; }
 .coremodels-lineage .mark { font-size: 10px; fill: #57606a; }
 .coremodels-lineage .has-findings .mark { fill: #d1242f; font-weight: 600; }
@@ -434,7 +456,7 @@ def _short(text: str) -> str:
 def to_svg(graph: LineageGraph) -> str:
     """A self-contained inline ``<svg>``: styles included, every label escaped.
 
-    Each node is a ``<g class="node <kind> [paused] [has-findings]" data-id=...>`` with a
+    Each node is a ``<g class="node <kind> [paused] [stale] [has-findings]" data-id=...>`` with a
     ``<title>`` giving its full name and marks (long names are shortened on the box).
     """
     boxes = layout(graph)
@@ -468,10 +490,17 @@ def to_svg(graph: LineageGraph) -> str:
         classes = ["node", node.kind]
         if node.paused:
             classes.append("paused")
+        if node.stale:
+            classes.append("stale")
         if node.findings:
             classes.append("has-findings")
         title = node.label() + (f": {', '.join(node.findings)}" if node.findings else "")
-        flags = (("paused", node.paused), ("external", node.kind == "external"), ("watched", node.watched))
+        flags = (
+            ("paused", node.paused),
+            ("external", node.kind == "external"),
+            ("watched", node.watched),
+            ("stale", node.stale),
+        )
         marks = [mark for mark, on in flags if on]
         if node.findings:
             marks.append(f"⚠ {len(node.findings)}")

@@ -19,6 +19,7 @@ from airflow_provider_coremodels.core.render import (
     as_sentence,
     asset_model_line,
     baseline_sentence,
+    freshness_line,
     severity_counts,
 )
 from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT, most_severe_first
@@ -133,8 +134,11 @@ def _summary(document: Mapping[str, Any]) -> str:
     if state.get("capturedAt"):
         source.append(f"captured {_text(state['capturedAt'])}")
     source.append(f"fingerprint {_code(document.get('fingerprint') or 'none')}")
-    asset_model = asset_model_line(document)
-    extra = f"  \n{_text(as_sentence(asset_model))}" if asset_model else ""
+    extra = "".join(
+        f"  \n{_text(as_sentence(said))}"
+        for said in (asset_model_line(document), freshness_line(document))
+        if said
+    )
     return f"{line}  \n{', '.join(source)}{extra}"
 
 

@@ -77,6 +77,35 @@ def baseline_sentence(baseline: Any) -> str:
     return printable(f"coverage and drift: not evaluated ({baseline.get('reason') or 'no baseline given'})")
 
 
+def freshness_line(document: Mapping[str, Any]) -> str | None:
+    """How the freshness rules judged (the document's ``freshness`` part): when, how strictly, how
+    many assets were stale or had failing producers, and what could not be judged and why. None
+    for a document from before them. Counts and this package's own reasons only."""
+    part = document.get("freshness")
+    if not isinstance(part, Mapping) or "judgedAt" not in part:
+        return None
+    if not part.get("judgedAt"):
+        return printable(f"freshness: not judged ({part.get('reason') or 'no reason given'})")
+    findings = document.get("findings")
+    codes = Counter(
+        f.get("code") for f in (findings if isinstance(findings, list) else []) if isinstance(f, Mapping)
+    )
+    judged = part.get("judged") if isinstance(part.get("judged"), int) else 0
+    tolerance = part.get("tolerance")
+    line = (
+        f"freshness at {part['judgedAt']}"
+        + (f" (tolerance {tolerance:g})" if isinstance(tolerance, (int, float)) else "")
+        + f": {judged} asset{'' if judged == 1 else 's'} judged, "
+        f"{codes['asset-stale']} stale, {codes['producer-failing']} with failing producers"
+    )
+    unjudged = part.get("notJudged")
+    if isinstance(unjudged, Mapping) and unjudged:
+        counted = [(str(why), n) for why, n in unjudged.items() if isinstance(n, int)]
+        total = sum(n for _, n in counted)
+        line += f"; {total} not judged (" + ", ".join(f"{why}: {n}" for why, n in counted) + ")"
+    return printable(line)
+
+
 def asset_model_line(document: Mapping[str, Any]) -> str | None:
     """What Airflow 3's asset model added to the lineage: edges through ``Asset.ref``, aliases and
     inlets, watched assets, conflicts; None where none of it occurs (every view shows the same).
@@ -141,6 +170,7 @@ def render_table(document: dict[str, Any]) -> str:
         summary_line(document),
         *filter(None, [asset_model_line(document)]),
         baseline_sentence(document.get("baseline")),
+        *filter(None, [freshness_line(document)]),
         findings_count_line(findings),
     ]
     if findings:

@@ -3,7 +3,8 @@
 One rule per finding code (from the catalogue, with its help text). A DAG finding points at
 the DAG's file, relative to its bundle (Airflow 3 says where) or else to the folder every
 DAG file shares; a task finding at its DAG's file; an asset finding at the files of the DAGs
-that consume it, falling back to its producers'. The findings are about whole files, so each
+that consume it, falling back to its producers' (a freshness finding the other way round: its
+cause lies with the producers). The findings are about whole files, so each
 location is the file's first line, which is what GitHub needs to show an alert. Waived
 findings carry a suppression with the waiver's reason, so code scanning shows them as
 dismissed rather than open. ``partialFingerprints`` follow (code, subject), so an alert
@@ -97,6 +98,10 @@ def render_sarif(
     return json.dumps(sarif, indent=2, ensure_ascii=False)
 
 
+#: Asset findings whose cause lies with the asset's producers, located at their DAG files.
+_AT_PRODUCERS = frozenset(("asset-stale", "producer-failing"))
+
+
 def _about(code: str) -> Subject:
     """What a finding's subject names; a code this version does not know may be a DAG or an asset."""
     rule = BY_CODE.get(code)
@@ -173,7 +178,10 @@ class _Locator:
         if about in ("dag", "dataset") and subject in self.files:
             return [self.files[subject]]
         if about in ("asset", "dataset") and subject in self.assets:
-            dags = self.consumers.get(subject) or self.producers.get(subject) or []
+            if finding["code"] in _AT_PRODUCERS:  # the fix is in the producers: that is where to look
+                dags = self.producers.get(subject) or self.consumers.get(subject) or []
+            else:
+                dags = self.consumers.get(subject) or self.producers.get(subject) or []
             return sorted({self.files[dag] for dag in dags})
         if about == "task":
             dag = self._dag_of_task(subject)

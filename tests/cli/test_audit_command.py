@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.helpers import REPO, artifact_paths
+from support.helpers import CLI_GROUP, REPO, artifact_paths
 
 from airflow_provider_coremodels.cli.main import main
 
@@ -35,7 +35,12 @@ def test_table_shows_summary_findings_and_rules(capsys) -> None:
     )
     assert lines[1] == "asset model: 1 edge from a task inlet"  # daily_revenue reads fx_rates.csv
     assert lines[2] == "coverage and drift: not evaluated (no baseline given)"
-    assert lines[3] == "findings: 4 (3 Warning, 1 Info)"
+    # judged at the recording's capture time: only customers.parquet has an active, scheduled producer
+    captured_at = json.loads(REAL["dags"].read_bytes())["captured_at"]
+    assert lines[3] == (
+        f"freshness at {captured_at} (tolerance 2): 1 asset judged, 0 stale, 0 with failing producers"
+    )
+    assert lines[4] == "findings: 4 (3 Warning, 1 Info)"
     rows = [line.split() for line in lines if line.startswith(("Warning ", "Info "))]
     assert [row[:4] for row in rows] == [
         ["Warning", "Conformance", "asset-unproduced", "s3://vendor/fx_rates.csv"],
@@ -124,7 +129,7 @@ def test_unreadable_tasks_and_datasets_are_lossiness(tmp_path: Path, capsys) -> 
             "datasets",
             'datasets artifact ignored: unrecognized shape: expected {"assets": [...]}, '
             '{"datasets": [...]} or a JSON array, got an object with keys '
-            '["dags", "total_entries", "dag_warnings"]',
+            '["dags", "total_entries", "captured_at", "dag_warnings", "failed_latest_run"]',
         ),
     ]
 
@@ -249,6 +254,7 @@ def front_doors(tmp_path: Path, *argv: str) -> list[subprocess.CompletedProcess[
         pytest.param(["generate"], id="generate"),
     ],
 )
+@CLI_GROUP
 def test_both_front_doors_give_identical_output(tmp_path: Path, argv: list[str]) -> None:
     module, airflow = front_doors(tmp_path, *argv)
     assert module.returncode == airflow.returncode
@@ -256,6 +262,7 @@ def test_both_front_doors_give_identical_output(tmp_path: Path, argv: list[str])
     assert module.stderr.decode().splitlines()[-1:] == airflow.stderr.decode().splitlines()[-1:]
 
 
+@CLI_GROUP
 def test_airflow_cli_lists_the_coremodels_group(tmp_path: Path) -> None:
     airflow = str(Path(sys.executable).with_name("airflow"))
     result = subprocess.run(
@@ -279,12 +286,12 @@ def test_a_multi_gigabyte_dags_artifact_is_refused_before_it_is_read(tmp_path: P
 
 
 def test_an_oversized_tasks_artifact_is_lossiness(tmp_path: Path, capsys) -> None:
-    code, out, _ = run(capsys, "audit", *REAL_ARGS, "--max-artifact-bytes", "8000", "--format", "json")
+    code, out, _ = run(capsys, "audit", *REAL_ARGS, "--max-artifact-bytes", "10000", "--format", "json")
     assert code == 0
     [record] = json.loads(out)["lossiness"]
     assert record["artifact"] == "tasks"
     assert record["message"].startswith(f"tasks artifact ignored: {REAL['tasks']} is ")
-    assert record["message"].endswith("bytes, over the 8,000-byte limit (--max-artifact-bytes)")
+    assert record["message"].endswith("bytes, over the 10,000-byte limit (--max-artifact-bytes)")
 
 
 def test_asset_extra_is_left_out_unless_asked_for(tmp_path: Path, capsys) -> None:

@@ -319,4 +319,21 @@ def test_without_a_capture_time_nothing_is_judged_and_the_reason_says_so() -> No
     )
     result = audit(estate)
     assert [f for f in result.findings if f.section == "Freshness"] == []
-    assert result.freshness.reason == "no capture time to judge at (give --now)"
+    assert result.freshness.reason == "no capture time to judge at; give --now"
+
+
+def test_before_3_1_an_asset_registered_inside_the_window_is_as_old_as_its_registration() -> None:
+    """No event in the window, but the asset is younger than the window: never updated, and only
+    as old as its registration (a fresh deployment's assets are not a week stale)."""
+    young = {
+        k: v for k, v in asset("s3://lake/d", ["daily"], ["r1"], None).items() if k != "last_asset_event"
+    }
+    young["created_at"] = "2026-12-01T05:00:00Z"
+    doc = {"assets": [young], "recent_events": {"since": "2026-11-24T06:00:00Z", "events": []}}
+    estate = parse_artifacts(json.dumps({"dags": [dag("daily"), dag("r1", "Asset")]}), None, json.dumps(doc))
+    result = audit(estate, now=NOW)
+    assert [f for f in result.findings if f.section == "Freshness"] == []
+    assert (result.freshness.judged, result.freshness.unjudged) == (1, {})
+    later = audit(estate, now=datetime(2026, 12, 4, 6, tzinfo=timezone.utc))
+    [stale] = [f for f in later.findings if f.code == "asset-stale"]
+    assert stale.detail is not None and stale.detail.startswith("never updated (registered 3 days ago)")
