@@ -75,7 +75,7 @@ class DirectorySink(Sink):
         data = encode(stored)
         history = self.root / HISTORY
         self._mkdir(history)
-        entry = history / history_name(document)
+        entry = history / history_name(document, findings_changed=findings_changed)
         self._write(entry, data)  # history first: latest.json always has its twin in history
         written = [str(entry)]
         replaced = stored is document  # over the cap: the baseline is kept, not replaced

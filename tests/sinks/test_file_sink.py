@@ -13,7 +13,7 @@ from support.helpers import document_for
 
 from airflow_provider_coremodels.atomic import TEMPORARY, temporary_name
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
-from airflow_provider_coremodels.core.document import encode
+from airflow_provider_coremodels.core.document import encode, stored_version
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SinkError, UsageError
 from airflow_provider_coremodels.export import open_sink
@@ -355,7 +355,8 @@ def test_same_fingerprint_with_other_findings_is_stored_again_once(tmp_path: Pat
     sink = FileSink(tmp_path)
     first = audited("2026-11-29T06:00:00Z")
     sink.push(first)
-    waived = audited("2026-11-30T06:00:00Z", Waiver("dag-no-owner", "legacy", "ops owns it"))
+    # the same second: both documents stay in history (the second's name carries its findings)
+    waived = audited("2026-11-29T06:00:00Z", Waiver("dag-no-owner", "legacy", "ops owns it"))
     assert waived["fingerprint"] == first["fingerprint"] and waived["findings"] != first["findings"]
 
     result = sink.push(waived)
@@ -364,7 +365,9 @@ def test_same_fingerprint_with_other_findings_is_stored_again_once(tmp_path: Pat
         "reason": "ops owns it",
         "expires": None,
     }
-    assert len(list((tmp_path / "history").iterdir())) == 2
+    assert sorted(p.name for p in (tmp_path / "history").iterdir()) == sorted(
+        [f"20261129T060000Z-{first['fingerprint']}.json", f"20261129T060000Z-{stored_version(waived)}.json"]
+    )
     again = sink.push(audited("2026-12-01T06:00:00Z", Waiver("dag-no-owner", "legacy", "ops owns it")))
     assert (again.unchanged, again.written) == (True, [])
     assert len(list((tmp_path / "history").iterdir())) == 2

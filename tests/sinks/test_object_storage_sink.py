@@ -24,7 +24,7 @@ from moto import settings as moto_settings
 from moto.server import ThreadedMotoServer
 from support.helpers import document_for
 
-from airflow_provider_coremodels.core.document import encode, for_storage
+from airflow_provider_coremodels.core.document import encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import ObjectStorageSink
@@ -364,6 +364,10 @@ def test_a_waiver_added_to_an_unchanged_estate_is_stored_again(s3: S3Store, pref
     assert (result.unchanged, result.findings_changed, result.baseline_replaced) == (False, True, True)
     assert s3.get(f"{prefix}/latest.json") == encode(waived)
     assert s3.keys(prefix) == sorted(
-        [history_key(prefix, first), history_key(prefix, waived), f"{prefix}/latest.json"]
+        [
+            history_key(prefix, first),
+            history_key(prefix, waived).replace(waived["fingerprint"], stored_version(waived)),
+            f"{prefix}/latest.json",
+        ]
     )
     assert sink.push(waived).unchanged is True  # and then nothing again
