@@ -2,8 +2,9 @@
 
 Run with ``make demo`` (it creates the virtualenv first). It starts a real ``airflow api-server``
 on 127.0.0.1 with SQLite and example_dags/ as its DAG folder (the estate, Airflow 3's asset
-constructs and the export DAG; the alias producer runs once and the scheduler's asset pass
-runs, as a live deployment's scheduler would have), defines the connection ``airflow_api_default`` in
+constructs, the freshness producers and the export DAG; the alias producer and the orders
+loader run once, the vendor feed fails once, and the scheduler's asset pass runs, as a live
+deployment's scheduler would have), defines the connection ``airflow_api_default`` in
 the environment, and then:
 
 1. ``airflow coremodels export --sink ./coremodels-out`` (the default connection) prints the
@@ -54,7 +55,11 @@ def main() -> int:
     print("starting a real Airflow API server on 127.0.0.1 with the example estate ...", flush=True)
     page_env = {"AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR": str(OUT)}  # the UI page reads the file sink
     with AirflowApiServer(
-        REPO / "example_dags", extra_env=page_env, run_dags=("exports_producer",), scheduler_pass=True
+        REPO / "example_dags",
+        extra_env=page_env,
+        run_dags=("exports_producer", "orders_loader"),
+        failing_dags=("broken_feed",),  # a producer whose latest run failed: producer-failing
+        scheduler_pass=True,
     ) as server:
         print(f"  up at {server.base_url}", flush=True)
         connection = {

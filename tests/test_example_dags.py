@@ -56,3 +56,9 @@ def test_example_asset_estate_dags(dagbag) -> None:
         "inventory_v1",
         "inventory_v2",
     }
+
+
+def test_example_freshness_dags(dagbag) -> None:
+    """Producers and consumers for the freshness rules (tests/operators/test_live_freshness.py)."""
+    fresh = {dag_id for dag_id, dag in dagbag.dags.items() if Path(dag.fileloc).parent.name == "freshness"}
+    assert fresh == {"orders_loader", "broken_feed", "orders_report", "feed_report", "drops_loader"}

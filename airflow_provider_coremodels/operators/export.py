@@ -18,6 +18,7 @@ from airflow_provider_coremodels.core.render import (
     asset_model_line,
     finding_line,
     findings_count_line,
+    freshness_line,
     summary_line,
 )
 from airflow_provider_coremodels.core.rules import FAIL_ON, failing_findings
@@ -54,6 +55,8 @@ class CoreModelsExportOperator(BaseOperator):
         the waivers themselves as a list of ``{"code", "subject", "reason", "expires"}`` dicts.
         Waived findings are logged and stored as waived and never fail the task; an expired
         waiver is reported as a ``waiver-expired`` finding; a malformed one fails the task.
+    :param stale_tolerance: how many of its producers' cadences old an asset may grow before
+        ``asset-stale`` reports it (a producer's ``coremodels:stale-tolerance=N`` tag wins).
     """
 
     template_fields: Sequence[str] = (
@@ -77,6 +80,7 @@ class CoreModelsExportOperator(BaseOperator):
         max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
         include_asset_extra: bool = False,
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
+        stale_tolerance: float = defaults.STALE_TOLERANCE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -88,6 +92,7 @@ class CoreModelsExportOperator(BaseOperator):
         self.max_snapshot_bytes = max_snapshot_bytes
         self.include_asset_extra = include_asset_extra
         self.waivers = waivers
+        self.stale_tolerance = stale_tolerance
         self._client: AirflowApiClient | None = None
 
     def on_kill(self) -> None:
@@ -114,6 +119,8 @@ class CoreModelsExportOperator(BaseOperator):
 
         if self.fail_on not in FAIL_ON:
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
+        if not (isinstance(self.stale_tolerance, (int, float)) and self.stale_tolerance > 0):
+            raise AirflowException(f"stale_tolerance must be a positive number, got {self.stale_tolerance!r}")
         uris = self.sinks.split(",") if isinstance(self.sinks, str) else list(self.sinks)
         uris = [uri.strip() for uri in uris if uri.strip()]
         if not uris:
@@ -135,6 +142,7 @@ class CoreModelsExportOperator(BaseOperator):
                     max_snapshot_bytes=self.max_snapshot_bytes,
                     include_asset_extra=self.include_asset_extra,
                     waivers=waivers,
+                    stale_tolerance=self.stale_tolerance,
                 )
         except CoreModelsError as exc:
             raise AirflowException(SECRETS.scrub(str(exc))) from exc
@@ -144,6 +152,8 @@ class CoreModelsExportOperator(BaseOperator):
         self.log.info("%s", summary_line(document))
         if asset_model := asset_model_line(document):
             self.log.info("%s", asset_model)
+        if freshness := freshness_line(document):
+            self.log.info("%s", freshness)
         self.log.info("%s", findings_count_line(document["findings"]))
         for finding in document["findings"]:
             self.log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding))

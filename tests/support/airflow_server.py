@@ -123,7 +123,8 @@ class AirflowApiServer:
     e.g. ``{"AIRFLOW__API__MAXIMUM_PAGE_LIMIT": "2"}``); ``home=None`` uses a temporary
     AIRFLOW_HOME that is removed on exit (a given ``home`` is kept). ``run_dags`` are run once
     with ``airflow dags test`` before the server starts (an alias producer must have run for its
-    alias to resolve), and ``scheduler_pass`` then does the scheduler's asset pass (activation
+    alias to resolve), ``failing_dags`` likewise, their failure expected (a producer whose latest
+    run failed), and ``scheduler_pass`` then does the scheduler's asset pass (activation
     and asset-conflict warnings), since no scheduler runs here. After start-up, ``env`` is
     the environment used, so ``airflow`` CLI commands can run against the same database, and
     ``timings`` holds the seconds each start-up step took.
@@ -142,6 +143,7 @@ class AirflowApiServer:
         startup_timeout: float = 120.0,
         command_timeout: float = 300.0,
         run_dags: tuple[str, ...] = (),
+        failing_dags: tuple[str, ...] = (),
         scheduler_pass: bool = False,
     ) -> None:
         self.dags_folder = Path(dags_folder).resolve()
@@ -154,6 +156,7 @@ class AirflowApiServer:
         self.startup_timeout = startup_timeout
         self.command_timeout = command_timeout
         self.run_dags = run_dags
+        self.failing_dags = failing_dags
         self.scheduler_pass = scheduler_pass
 
         self.home: Path | None = None
@@ -184,6 +187,13 @@ class AirflowApiServer:
             self._run_cli("dags", "reserialize", timing="dags_reserialize")
             for dag_id in self.run_dags:
                 self._run_cli("dags", "test", dag_id, timing=f"dags_test_{dag_id}")
+            for dag_id in self.failing_dags:
+                self._run(
+                    ["-m", "airflow", "dags", "test", dag_id],
+                    timing=f"dags_test_{dag_id}",
+                    what=f"`airflow dags test {dag_id}`",
+                    check=False,
+                )
             if self.scheduler_pass:
                 self._run_python(_SCHEDULER_PASS, timing="scheduler_pass")
             self._check_database()
@@ -250,10 +260,15 @@ class AirflowApiServer:
     def _run_python(self, code: str, *, timing: str) -> None:
         self._run(["-c", code], timing=timing, what="the scheduler's asset pass")
 
+    def run_python(self, code: str, *, what: str) -> None:
+        """Run ``code`` with Airflow's environment (its metadata database) while the server runs:
+        a test's way to set state no API call can, such as an old asset event."""
+        self._run(["-c", code], timing=what.replace(" ", "_"), what=what)
+
     def _run_cli(self, *args: str, timing: str) -> None:
         self._run(["-m", "airflow", *args], timing=timing, what=f"`airflow {' '.join(args)}`")
 
-    def _run(self, args: list[str], *, timing: str, what: str) -> None:
+    def _run(self, args: list[str], *, timing: str, what: str, check: bool = True) -> None:
         assert self.home is not None
         log_path = self.home / f"{timing}.log"
         started = time.monotonic()
@@ -274,7 +289,7 @@ class AirflowApiServer:
                     f"{what} timed out after {self.command_timeout} s:\n{_tail(log_path)}"
                 ) from err
         self.timings[timing] = time.monotonic() - started
-        if result.returncode != 0:
+        if check and result.returncode != 0:
             raise AirflowServerError(f"{what} failed with exit code {result.returncode}:\n{_tail(log_path)}")
 
     def _check_database(self) -> None:

@@ -1,0 +1,159 @@
+"""Freshness on a real Airflow API server: a producer that succeeded long ago, one whose run
+failed, and a watched asset (example_dags/freshness).
+
+``orders_loader`` and ``broken_feed`` run once with ``airflow dags test`` (the second fails);
+then the loader's asset event is aged in the metadata database, which no API call can do: a
+producer that last succeeded days ago. The audit must name exactly the stale asset and the
+failing producer with their consumers, and the export must carry them to the task log,
+latest.json, the markdown report and the UI page, while the fingerprint stays that of the estate.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from support import dag_test_runner
+from support.airflow_server import AirflowApiServer, migrated_home
+from support.helpers import REPO
+
+from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
+from airflow_provider_coremodels.core import audit
+from airflow_provider_coremodels.core.freshness import parse_time
+from airflow_provider_coremodels.core.markdown import render_markdown
+from airflow_provider_coremodels.ui.page import render_snapshot_page
+
+pytestmark = pytest.mark.airflow_server
+
+ORDERS, FEED, DROPS = (
+    "s3://lake/fresh/orders",
+    "s3://lake/fresh/feed",
+    "file:///tmp/coremodels-fresh/drops.csv",
+)
+
+AGE_ORDERS = """
+import sys
+from datetime import datetime, timedelta, timezone
+from sqlalchemy import select, update
+from airflow.models.asset import AssetEvent, AssetModel
+from airflow.utils.session import create_session
+
+with create_session() as session:
+    asset_id = session.scalar(select(AssetModel.id).where(AssetModel.uri == "s3://lake/fresh/orders"))
+    when = datetime.now(timezone.utc) - timedelta(hours=float(sys.argv[1]))
+    done = session.execute(update(AssetEvent).where(AssetEvent.asset_id == asset_id).values(timestamp=when))
+    assert done.rowcount == 1, done.rowcount
+"""
+
+
+@pytest.fixture(scope="module")
+def server():
+    with AirflowApiServer(
+        REPO / "example_dags" / "freshness", run_dags=("orders_loader",), failing_dags=("broken_feed",)
+    ) as live:
+        yield live
+
+
+def age_orders(server: AirflowApiServer, hours: float) -> None:
+    """The loader's one asset event, moved ``hours`` into the past."""
+    server.run_python(
+        AGE_ORDERS.replace("sys.argv[1]", repr(str(hours))), what=f"aging the orders event {hours}"
+    )
+
+
+def captured(server: AirflowApiServer):
+    source = ApiSource(server.base_url, username=server.username, password=server.password)
+    with AirflowApiClient(source) as client:
+        return capture(client)
+
+
+def freshness(findings) -> list[tuple[str, str, str | None]]:
+    return [(f.code, f.subject, f.detail) for f in findings if f.section == "Freshness"]
+
+
+def test_the_audit_names_the_stale_asset_and_the_failing_producer(server) -> None:
+    age_orders(server, 24 * 5)
+    estate = captured(server).estate()
+    result = audit(estate)
+    [(stale_code, stale_subject, stale_detail), failing] = freshness(result.findings)
+    assert (stale_code, stale_subject) == ("asset-stale", ORDERS)
+    assert stale_detail is not None and stale_detail.startswith("last update 5 days ago (")
+    assert (
+        "; allowed 48 hours (orders_loader runs daily, tolerance 2); producers: orders_loader; "
+        in stale_detail
+    )
+    assert "active consumers: orders_report" in stale_detail
+    assert failing == ("producer-failing", FEED, "producers: broken_feed; active consumers: feed_report")
+    # the watched asset is never judged; the feed (never updated, registered just now) is not stale
+    assert result.freshness.judged == 2 and result.freshness.unjudged == {}
+    assert DROPS not in {subject for _, subject, _ in freshness(result.findings)}
+
+
+def test_a_fixed_now_in_the_future_judges_every_asset_by_it(server) -> None:
+    age_orders(server, 1)
+    estate = captured(server).estate()
+    assert freshness(audit(estate).findings)[0][0] == "producer-failing"  # the orders are fresh now
+    later = parse_time(estate.state.captured_at or "") + timedelta(days=3)
+    codes = [(code, subject) for code, subject, _ in freshness(audit(estate, now=later).findings)]
+    assert codes == [("asset-stale", FEED), ("asset-stale", ORDERS), ("producer-failing", FEED)]
+
+
+@pytest.fixture(scope="module")
+def runner_env(tmp_path_factory, server):
+    """A separate Airflow home whose DAG folder holds only the export DAG, reading ``server``."""
+    home = tmp_path_factory.mktemp("runner")
+    dags = home / "dags"
+    dags.mkdir()
+    shutil.copy(REPO / "example_dags" / "coremodels_export.py", dags)
+    env = migrated_home(home, dags)
+    connection = {"conn_type": "airflow_api", "host": server.base_url, "login": server.username,
+                  "password": server.password}  # fmt: skip
+    env["AIRFLOW_CONN_AIRFLOW_API_DEFAULT"] = json.dumps(connection)
+    return env
+
+
+def export_dag(env: dict[str, str], sink: Path) -> str:
+    env = {**env, "AIRFLOW_VAR_COREMODELS_SINKS": str(sink)}
+    dag_file = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "coremodels_export.py"
+    run = subprocess.run(
+        [sys.executable, str(dag_test_runner.__file__), str(dag_file)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "STATE success success" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
+    return run.stdout + run.stderr
+
+
+def test_the_export_carries_freshness_everywhere_and_keeps_the_fingerprint(
+    server, runner_env, tmp_path
+) -> None:
+    sink = tmp_path / "sink"
+    age_orders(server, 24 * 5)
+    log = export_dag(runner_env, sink)
+    assert f"Warning asset-stale {ORDERS}: Asset has not been updated" in log
+    assert f"Warning producer-failing {FEED}: Every active producer of this asset failed" in log
+    assert "freshness at " in log and ": 2 assets judged, 1 stale, 1 with failing producers" in log
+    stored = json.loads((sink / "latest.json").read_bytes())
+    assert [(f["code"], f["subject"]) for f in stored["findings"] if f["section"] == "Freshness"] == [
+        ("asset-stale", ORDERS),
+        ("producer-failing", FEED),
+    ]
+    report = render_markdown(stored)
+    assert f"`{ORDERS}`" in report and "last update 5 days ago" in report
+    page = render_snapshot_page(stored, source=str(sink))
+    assert "1 stale, 1 with failing producers" in page
+    assert f'class="node asset stale has-findings" data-id="{ORDERS}"' in page
+
+    # The producer runs again (its event is new): the estate is the same, its findings are not.
+    age_orders(server, 1)
+    log = export_dag(runner_env, sink)
+    again = json.loads((sink / "latest.json").read_bytes())
+    assert again["fingerprint"] == stored["fingerprint"]
+    assert [f["code"] for f in again["findings"] if f["section"] == "Freshness"] == ["producer-failing"]
+    assert f"export: fingerprint {stored['fingerprint']} unchanged, findings changed; {sink} (written)" in log
+    assert again["freshness"]["assetUpdates"][ORDERS] > stored["freshness"]["assetUpdates"][ORDERS]
+    assert datetime.now(timezone.utc) - parse_time(again["freshness"]["judgedAt"]) < timedelta(minutes=5)
