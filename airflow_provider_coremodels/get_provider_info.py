@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+DOCUMENTATION_URL = "https://github.com/coremodels/airflow-provider-coremodels/blob/main/README.md"
+
 
 def get_provider_info() -> dict[str, Any]:
     from airflow_provider_coremodels import __version__
@@ -18,6 +20,15 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Maps an Airflow estate (DAGs, tasks, assets) into CoreModels, lineage first: "
         "capture through the REST API, audit locally, export a fingerprinted snapshot.",
         "versions": [__version__],
+        # Airflow's provider-info schema has no documentation-url; an integration's
+        # external-doc-url is where it keeps one (the project's Documentation URL).
+        "integrations": [
+            {
+                "integration-name": "CoreModels",
+                "external-doc-url": DOCUMENTATION_URL,
+                "tags": ["software"],
+            }
+        ],
         # The forms (display name, extra fields, field behaviour) Airflow 3.2+ reads from here;
         # 3.0 and 3.1 ignore the extra keys and ask the hooks (get_ui_field_behaviour).
         "connection-types": [

@@ -10,7 +10,9 @@ sending it:
   pages of at most 100 (a larger ``limit`` is capped, as Airflow's ``maximum_page_limit``);
 * ``GET /api/v2/dags/{dag_id}/tasks``, and ``GET /api/v2/dags/{dag_id}/details`` (a DAG
   scheduled on assets answers with its ``asset_expression``);
-* ``GET /api/v2/assets/aliases`` and ``GET /api/v2/dagWarnings`` (no aliases, no warnings).
+* ``GET /api/v2/assets/aliases`` and ``GET /api/v2/dagWarnings`` (no aliases, no warnings);
+* ``GET /api/v2/dags?last_dag_run_state=failed``: the DAGs whose latest run failed (one in
+  ``FAILED_EVERY``), for the freshness rules; the assets carry ``last_asset_event`` (3.1+).
 
 Bodies are encoded once, up front, so the server does next to no work per request. It is a
 threading server (a thread per connection, HTTP/1.1 keep-alive, ``TCP_NODELAY``, a listen
@@ -22,7 +24,9 @@ many connections, which shows what the server and the loopback cost on their own
 the first request to the returned capture. The ideal is ``requests x latency / C``, with the
 requests counted by the server and checked to be the minimum: version + token + DAG pages +
 one tasks request per DAG + asset pages, plus what the asset model needs: one details request
-per DAG scheduled on assets, one alias page and one page of asset-conflict warnings.
+per DAG scheduled on assets, one alias page and one page of asset-conflict warnings; and what
+the freshness rules need: the pages of the DAGs whose latest run failed (a handful, not a request
+per DAG).
 
     python benchmarks/bench_capture.py                        # M, concurrency 16 and 1, 20 ms
     python benchmarks/bench_capture.py --size S --concurrency 4,16,32 --latency-ms 10
@@ -58,6 +62,7 @@ PASSWORD = "bench-password"
 TOKEN = "bench-token-0123456789abcdef"
 PAGE_CAP = 100
 DEFAULT_LIMIT = 50  # Airflow's default page size when no limit is given
+FAILED_EVERY = 40  # one DAG in 40 has a failed latest run (2.5 %)
 TARGET_RATIO = 1.3
 
 
@@ -82,6 +87,7 @@ class EstateServer(ThreadingHTTPServer):
             "assets": {"items": assets, "keys": {"id", "uri", "name"}},
             "asset_aliases": {"items": [], "keys": {"id"}},
             "dag_warnings": {"items": [], "keys": {"dag_id"}},
+            "failed_dags": {"items": failed_dags(dags), "keys": {"dag_id"}},
         }
         self.tasks = {dag_id: _json(body) for dag_id, body in tasks.items()}
         self.pages: dict[tuple[str, int, int, str], bytes] = {}
@@ -109,6 +115,11 @@ class EstateServer(ThreadingHTTPServer):
             with self.lock:
                 self.pages[key] = body
         return body
+
+
+def failed_dags(dags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The DAGs the server says failed their latest run: every FAILED_EVERY-th by dag_id."""
+    return sorted(dags, key=lambda dag: dag["dag_id"])[::FAILED_EVERY]
 
 
 def _json(value: Any) -> bytes:
@@ -192,13 +203,16 @@ class Handler(BaseHTTPRequestHandler):
         }
         if path in lists:
             kind = lists[path]
+            if kind == "dags" and query.get("last_dag_run_state") == ["failed"]:
+                kind = "failed_dags"
             try:
                 limit = min(int(query.get("limit", [DEFAULT_LIMIT])[0]), PAGE_CAP)
                 offset = int(query.get("offset", ["0"])[0])
                 order_by = query.get("order_by", ["dag_id" if kind == "dags" else "id"])[0]
                 if limit < 0 or offset < 0:
                     raise ValueError("negative limit or offset")
-                return f"{kind} page", 200, server.page(kind, limit, offset, order_by)
+                body = server.page(kind, limit, offset, order_by)
+                return f"{kind} page", 200, body.replace(b'{"failed_dags":', b'{"dags":', 1)
             except ValueError as exc:
                 return "bad request", 400, _json({"detail": str(exc)})
         if path.startswith("/api/v2/dags/") and path.endswith("/details"):
@@ -322,10 +336,15 @@ def bare_crawl(base_url: str, dag_ids: list[str], concurrency: int) -> float:
 
 
 def minimum_requests(n_dags: int, n_assets: int, n_scheduled: int = 0) -> int:
-    """version + token + DAG pages + a tasks request per DAG + asset pages, and for the asset model
-    a details request per asset-scheduled DAG, one alias page and one warnings page."""
+    """version + token + DAG pages + a tasks request per DAG + asset pages, for the asset model
+    a details request per asset-scheduled DAG, one alias page and one warnings page, and for the
+    freshness rules the pages of the DAGs whose latest run failed."""
     lists = 2 + math.ceil(n_dags / PAGE_CAP) + n_dags + max(1, math.ceil(n_assets / PAGE_CAP))
-    return lists + n_scheduled + 2
+    return lists + n_scheduled + 2 + freshness_pages(n_dags)
+
+
+def freshness_pages(n_dags: int) -> int:
+    return max(1, math.ceil(math.ceil(n_dags / FAILED_EVERY) / PAGE_CAP))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -360,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
               f"latency {args.latency_ms:g} ms per response; minimum requests {minimum:,} "
               f"(version + token + {dag_pages} DAG pages + {n_dags:,} tasks "
               f"+ {asset_pages} asset pages + {n_scheduled:,} asset schedules "
-              f"+ 1 alias page + 1 warnings page)\n")  # fmt: skip
+              f"+ 1 alias page + 1 warnings page + {freshness_pages(n_dags)} pages of failed runs "
+              f"for freshness)\n")  # fmt: skip
         rows = []
         with server_process(Path(tmp), latency) as base_url:
             for concurrency in concurrencies:
@@ -375,6 +395,10 @@ def main(argv: list[str] | None = None) -> int:
                         raise SystemExit(f"incomplete capture: {summary.line()}")
                     if result.lossiness:
                         raise SystemExit(f"capture reported lossiness: {result.lossiness[:3]}")
+                    if summary.freshness != freshness_pages(n_dags):
+                        raise SystemExit(
+                            f"freshness requests: {summary.freshness}, not {freshness_pages(n_dags)}"
+                        )
                     if served != minimum or client_requests != served:
                         raise SystemExit(
                             f"request count: the server saw {served} ({stats['counts']}), the client counted "

@@ -14,7 +14,8 @@ fixtures.
 
 Artifacts, as ``capture --out`` names them and as the server sends the bodies (compact JSON):
 
-* ``dags.json``: ``{"dags": [...], "total_entries": n, "dag_warnings": []}``, sorted by dag_id,
+* ``dags.json``: ``{"dags": [...], "total_entries": n, "captured_at": ..., "dag_warnings": [],
+  "failed_latest_run": [...]}``, sorted by dag_id,
   each asset-scheduled DAG with its ``asset_expression`` (``dataset_expression`` in v1);
 * ``tasks.json``: ``{"<dag_id>": {"tasks": [...], "total_entries": n}}``;
 * ``datasets.json``: ``{"assets": [...], "total_entries": n, "asset_aliases": [], "asset_events": []}``
@@ -205,6 +206,7 @@ OPERATORS = (
 OPERATOR_WEIGHTS = (18, 30, 8, 10, 14, 6, 8, 3, 3)
 
 BASE_TIME = datetime(2026, 5, 4, 6, 0, 0, tzinfo=timezone.utc)
+FAILED_EVERY = 40  # one DAG in 40 failed its latest run
 
 
 # -- generation ---------------------------------------------------------------------------
@@ -289,7 +291,15 @@ class _Generator:
         self._conditions(dags, asset_docs)
         if self.v2:
             return {
-                "dags": {"dags": dags, "total_entries": len(dags), "dag_warnings": []},
+                "dags": {
+                    "dags": dags,
+                    "total_entries": len(dags),
+                    # what the capture adds for the freshness rules: its time (two days after the
+                    # assets' events, so some are stale) and the DAGs whose latest run failed
+                    "captured_at": self.ts_whole(BASE_TIME + timedelta(days=2)),
+                    "dag_warnings": [],
+                    "failed_latest_run": [dag["dag_id"] for dag in dags[::FAILED_EVERY]],
+                },
                 "tasks": tasks,
                 "datasets": {
                     "assets": asset_docs,

@@ -126,3 +126,23 @@ def test_the_connection_forms_reach_a_real_api_servers_hook_meta(airflow_server)
         "login",
     ]
     assert coremodels["standard_fields"]["password"]["title"] == "API token"
+
+
+def test_provider_info_is_valid_for_airflow_and_links_the_documentation() -> None:
+    """Checked against the provider-info schema of the installed Airflow (which names no
+    documentation-url: an integration's external-doc-url carries it), and the link is the
+    project's Documentation URL."""
+    import json
+    from pathlib import Path
+
+    import airflow
+    import jsonschema
+    import tomllib
+
+    from airflow_provider_coremodels.get_provider_info import get_provider_info
+
+    info = get_provider_info()
+    schema = json.loads((Path(airflow.__file__).parent / "provider_info.schema.json").read_text())
+    jsonschema.validate(info, schema)
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert [i["external-doc-url"] for i in info["integrations"]] == [project["urls"]["Documentation"]]
