@@ -263,6 +263,10 @@ class _Crawl:
         else:
             self.lossiness.append(Lossiness("datasets", f"datasets artifact ignored: {assets.failure}"))
         dags_doc["captured_at"] = captured_at
+        if not self.v2:  # Airflow 2's DAG list cannot be filtered by the latest run's state
+            self.lossiness.append(
+                Lossiness("dags", "latest run states unknown on Airflow 2 (producer-failing not judged)")
+            )
         if self.v2:
             dags_doc["dag_warnings"] = self._listed(warnings, "dags", "asset conflict warnings")
             if failed.failure is None:
