@@ -155,12 +155,12 @@ def export(
     include_asset_extra: bool = False,
     waivers: Sequence[Waiver] = (),
     now: datetime | None = None,
-    stale_tolerance: float = defaults.STALE_TOLERANCE,
+    stale_tolerance: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> ExportResult:
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink.
 
-    Freshness is judged at ``now`` (default: the capture time) with ``stale_tolerance``.
+    Freshness is judged at ``now`` (default: the capture time) with ``stale_tolerance`` (default 2).
     """
     captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
     estate = captured.estate(include_asset_extra=include_asset_extra)

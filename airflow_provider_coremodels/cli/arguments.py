@@ -105,7 +105,10 @@ def _instant(value: str) -> datetime.datetime:
 
 
 def _tolerance(value: str) -> float:
-    number = float(value)
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
     if not (math.isfinite(number) and number > 0):
         raise argparse.ArgumentTypeError(f"expected a positive number of cadences, got {value}")
     return number
@@ -118,18 +121,18 @@ FRESHNESS = (
         {
             "type": _instant,
             "metavar": "TIME",
-            "help": "judge freshness at this ISO 8601 time (default: the capture time, so a re-audit "
-            "of a stored snapshot gives the same answer)",
+            "help": "judge freshness at this ISO 8601 time (default: the capture time, or when a stored "
+            "--snapshot was judged, so a re-audit gives the same answer)",
         },
     ),
     ArgSpec(
         ("--stale-tolerance",),
         {
             "type": _tolerance,
-            "default": defaults.STALE_TOLERANCE,
             "metavar": "N",
             "help": "how many of its producers' cadences old an asset may grow before it is stale "
-            f"(default: {defaults.STALE_TOLERANCE:g}; a producer's coremodels:stale-tolerance=N tag wins)",
+            f"(default: {defaults.STALE_TOLERANCE:g}, or as a stored --snapshot was judged; a producer's "
+            "coremodels:stale-tolerance=N tag wins)",
         },
     ),
 )

@@ -91,7 +91,7 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
         baseline,
         waivers=waivers,
         now=getattr(args, "now", None),
-        tolerance=getattr(args, "stale_tolerance", defaults.STALE_TOLERANCE),
+        tolerance=getattr(args, "stale_tolerance", None),
     )
     return build_document(estate, result, **build)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.conditions import AssetIndex, ConditionError, from_text
 from airflow_provider_coremodels.core.conflicts import AssetConflict, read_conflicts
-from airflow_provider_coremodels.core.freshness import DEFAULT_TOLERANCE, FreshnessStatus, judge, parse_time
+from airflow_provider_coremodels.core.freshness import FreshnessStatus, judge, parse_time
 from airflow_provider_coremodels.core.model import ASSET, DAG, VIA_ALIAS, Dataset, Edge, Estate, Finding
 from airflow_provider_coremodels.core.rules import make_finding
 from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
@@ -60,21 +60,22 @@ def audit(
     waivers: Sequence[Waiver] = (),
     today: dt.date | None = None,
     now: dt.datetime | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
+    tolerance: float | None = None,
 ) -> AuditResult:
     """Run every rule, apply the waivers; findings come back sorted by (section, code, subject).
 
     ``no_baseline`` is the reason recorded when there is no baseline to compare against.
     ``today`` decides which waivers have expired (default: today's date in UTC). ``now`` is
-    when freshness is judged (default: the capture time, so a re-audit gives the same answer),
-    ``tolerance`` how many cadences old an asset may grow.
+    when freshness is judged and ``tolerance`` how many cadences old an asset may grow (default:
+    as a stored document was judged, else the capture time and 2), so a re-audit gives the same
+    answer.
     """
     findings = list(conformance(estate))
     fresh, freshness_status = judge(
         estate,
         lineage_sides(estate),
         {d.identity: d for d in estate.datasets if d.materialization == DAG},
-        now=now or capture_time(estate),
+        now=now or (None if estate.freshness.judged_at else capture_time(estate)),
         tolerance=tolerance,
         note=functools.partial(_alternative_note, alternatives=alternative_inputs(estate)),
     )

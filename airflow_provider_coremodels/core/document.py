@@ -35,6 +35,7 @@ from airflow_provider_coremodels.core.model import (
     Materialization,
     State,
 )
+from airflow_provider_coremodels.core.rules import FRESHNESS
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 
 Document = dict[str, Any]
@@ -127,9 +128,19 @@ def findings_digest(findings: list[dict[str, Any]]) -> str:
 
     Beside the fingerprint, what a sink compares to decide whether a document is new: an
     unchanged estate whose findings changed (a waiver added or expired, an asset gone stale)
-    is stored again, so what is stored never shows findings that no longer hold.
+    is stored again, so what is stored never shows findings that no longer hold. A freshness
+    finding counts by its verdict alone, not its detail: the detail says how old the asset is,
+    which grows at every run while it stays stale, and that alone is no new finding.
     """
-    return hashlib.sha256(canonical_json(findings)).hexdigest()[:16]
+    verdicts = [
+        {k: v for k, v in f.items() if k != "detail"} if f.get("section") == FRESHNESS else f
+        for f in findings
+    ]
+    return hashlib.sha256(canonical_json(verdicts)).hexdigest()[:16]
+
+
+def _verdict(finding: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in finding.items() if key != "detail"}
 
 
 def stored_version(document: Document) -> str:

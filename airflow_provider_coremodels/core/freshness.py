@@ -156,6 +156,12 @@ def status_json(status: FreshnessStatus) -> dict[str, Any]:
     }
 
 
+def _positive(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
 def read_freshness_json(raw: Any) -> Freshness:
     """The ``freshness`` part read back; a document without one (or a malformed one) knows nothing.
 
@@ -177,6 +183,8 @@ def read_freshness_json(raw: Any) -> Freshness:
     updates = raw.get("assetUpdates")
     failed = raw.get("failedLatestRun")
     return Freshness(
+        judged_at=timestamp(raw.get("judgedAt")),
+        tolerance=_positive(raw.get("tolerance")),
         asset_updates=times(updates, nullable=True) if isinstance(updates, dict) else None,
         asset_created=times(raw.get("assetCreated")),
         updates_since=timestamp(raw.get("updatesSince")),
@@ -227,20 +235,25 @@ def judge(
     dags: Mapping[str, Dataset],
     *,
     now: datetime | None,
-    tolerance: float = DEFAULT_TOLERANCE,
+    tolerance: float | None = None,
     note: Callable[[str, list[str]], str] = lambda uri, consumers: "",
 ) -> tuple[list[Finding], FreshnessStatus]:
     """``asset-stale`` and ``producer-failing`` over every asset with active consumers, at ``now``.
 
     ``sides`` maps an asset URI to its producing and consuming edges (``audit.Sides``); ``note``
     adds what the other rules add to a detail (which consumers can run without the asset).
+    ``now`` and ``tolerance`` default to how a stored document was judged, then to the capture
+    time and ``DEFAULT_TOLERANCE``: a re-audit gives the stored answer.
     """
     facts = estate.freshness
+    if now is None and facts.judged_at is not None:
+        now = parse_time(facts.judged_at)
+    pace = tolerance or facts.tolerance or DEFAULT_TOLERANCE
     if now is None:
-        return [], FreshnessStatus(None, tolerance, reason="no capture time to judge at; give --now")
+        return [], FreshnessStatus(None, pace, reason="no capture time to judge at; give --now")
     if not facts.known:
         return [], FreshnessStatus(
-            None, tolerance, reason="the capture did not say when assets were updated or how runs ended"
+            None, pace, reason="the capture did not say when assets were updated or how runs ended"
         )
     findings: list[Finding] = []
     judged = 0
@@ -259,14 +272,14 @@ def judge(
         failing = _producer_failing(asset, edges, active, consumers, dags, facts, note)
         if failing is not None:
             findings.append(failing)
-        stale, why_not = _asset_stale(asset, active, consumers, dags, facts, now, tolerance, note)
+        stale, why_not = _asset_stale(asset, active, consumers, dags, facts, now, pace, note)
         if stale is not None:
             findings.append(stale)
         if why_not is None:
             judged += 1
         else:
             unjudged[why_not] = unjudged.get(why_not, 0) + 1
-    return findings, FreshnessStatus(format_time(now), tolerance, judged, dict(sorted(unjudged.items())))
+    return findings, FreshnessStatus(format_time(now), pace, judged, dict(sorted(unjudged.items())))
 
 
 def _producer_failing(

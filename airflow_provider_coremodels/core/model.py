@@ -168,6 +168,8 @@ class Freshness:
     registered, which ages one never updated. ``failed_latest_run``: the DAGs whose latest run
     failed, or None when unknown. ``next_run_after``: when each scheduled DAG runs next.
     ``partitioned``: DAGs on partitioned timetables, whose assets cannot be judged as a whole.
+    ``judged_at`` and ``tolerance``: how a stored document was judged, so that its re-audit
+    judges the same way unless told otherwise (None for a fresh capture).
     """
 
     asset_updates: Mapping[str, str | None] | None = None
@@ -176,6 +178,8 @@ class Freshness:
     failed_latest_run: frozenset[str] | None = None
     next_run_after: Mapping[str, str] = field(default_factory=dict)
     partitioned: frozenset[str] = frozenset()
+    judged_at: str | None = None
+    tolerance: float | None = None
 
     @property
     def known(self) -> bool:

@@ -144,6 +144,7 @@ class _Locator:
         datasets = document.get("datasets", [])
         dags = [d for d in datasets if d.get("materialization") == "dag"]
         self.assets = {d["identity"] for d in datasets if d.get("materialization") == "asset"}
+        self.paused = {d["identity"] for d in dags if d.get("metadata", {}).get("airflow.paused") == "true"}
         # Only needed where the API gave no bundle path (Airflow 2): computed only then.
         unplaced = [d for d in dags if not d.get("metadata", {}).get("airflow.relativeFileloc")]
         folder = _shared_folder([d["physicalName"] for d in unplaced if _absolute(d.get("physicalName"))])
@@ -178,8 +179,9 @@ class _Locator:
         if about in ("dag", "dataset") and subject in self.files:
             return [self.files[subject]]
         if about in ("asset", "dataset") and subject in self.assets:
-            if finding["code"] in _AT_PRODUCERS:  # the fix is in the producers: that is where to look
-                dags = self.producers.get(subject) or self.consumers.get(subject) or []
+            if finding["code"] in _AT_PRODUCERS:  # the cause is with the active producers the detail names
+                producers = self.producers.get(subject, [])
+                dags = [p for p in producers if p not in self.paused] or self.consumers.get(subject) or []
             else:
                 dags = self.consumers.get(subject) or self.producers.get(subject) or []
             return sorted({self.files[dag] for dag in dags})

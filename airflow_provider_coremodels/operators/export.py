@@ -6,6 +6,7 @@ Findings are logged one per line in the task log; the XCom is a compact JSON-saf
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -119,7 +120,12 @@ class CoreModelsExportOperator(BaseOperator):
 
         if self.fail_on not in FAIL_ON:
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
-        if not (isinstance(self.stale_tolerance, (int, float)) and self.stale_tolerance > 0):
+        tolerance = self.stale_tolerance
+        if (
+            isinstance(tolerance, bool)
+            or not isinstance(tolerance, (int, float))
+            or not 0 < tolerance < math.inf
+        ):
             raise AirflowException(f"stale_tolerance must be a positive number, got {self.stale_tolerance!r}")
         uris = self.sinks.split(",") if isinstance(self.sinks, str) else list(self.sinks)
         uris = [uri.strip() for uri in uris if uri.strip()]

@@ -4,6 +4,7 @@ document's own part, read back, and never part of the fingerprint."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from datetime import datetime, timezone
 
@@ -95,7 +96,9 @@ def test_the_freshness_part_round_trips_and_stays_out_of_the_fingerprint() -> No
     assert document["freshness"]["failedLatestRun"] == ["load"]
     stored = load_document(json.dumps(document))
     assert stored.estate is not None
-    assert stored.estate.freshness == estate.freshness
+    facts = stored.estate.freshness
+    assert dataclasses.replace(facts, judged_at=None, tolerance=None) == estate.freshness
+    assert (facts.judged_at, facts.tolerance) == ("2026-12-01T06:00:00Z", 2.0)  # how it was judged
 
     later = copy.deepcopy(ASSETS)
     later["assets"][0]["last_asset_event"] = {"id": 8, "timestamp": "2026-12-01T05:00:00Z"}
@@ -337,3 +340,24 @@ def test_before_3_1_an_asset_registered_inside_the_window_is_as_old_as_its_regis
     later = audit(estate, now=datetime(2026, 12, 4, 6, tzinfo=timezone.utc))
     [stale] = [f for f in later.findings if f.code == "asset-stale"]
     assert stale.detail is not None and stale.detail.startswith("never updated (registered 3 days ago)")
+
+
+def test_a_reaudit_judges_as_the_stored_document_was_judged_unless_told_otherwise() -> None:
+    estate = estate_of(
+        dags=[dag("load"), dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-11-30T05:00:00Z")],
+        captured_at="2026-12-01T06:00:00Z",
+    )
+    later = datetime(2026, 12, 9, tzinfo=timezone.utc)
+    document = build_document(estate, audit(estate, now=later, tolerance=3.0))
+    assert document["freshness"]["judgedAt"] == "2026-12-09T00:00:00Z"
+    stored = load_document(json.dumps(document)).estate
+    assert stored is not None
+    again = build_document(stored, audit(stored))
+    assert again["findings"] == document["findings"] and [f["code"] for f in again["findings"]][-1:] == [
+        "asset-stale"
+    ]
+    assert (again["freshness"]["judgedAt"], again["freshness"]["tolerance"]) == ("2026-12-09T00:00:00Z", 3.0)
+    told = audit(stored, now=datetime(2026, 12, 1, 7, tzinfo=timezone.utc), tolerance=2.0)
+    assert (told.freshness.judged_at, told.freshness.tolerance) == ("2026-12-01T07:00:00Z", 2.0)
+    assert "asset-stale" not in [f.code for f in told.findings]

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from support.helpers import SARIF_SCHEMA, document_for, recorded_document, recorded_estate
 
-from airflow_provider_coremodels.core import audit, build_document, load_document
+from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
 from airflow_provider_coremodels.core.rules import RULES
 from airflow_provider_coremodels.core.sarif import render_sarif
 from airflow_provider_coremodels.core.waivers import Waiver
@@ -180,3 +180,23 @@ def test_examples_loaded_is_a_logical_location() -> None:
     assert result["locations"] == [
         {"logicalLocations": [{"fullyQualifiedName": "example_dags", "kind": "namespace"}]}
     ]
+
+
+def test_freshness_findings_sit_at_the_active_producers_files() -> None:
+    """Their cause is with the producers the detail names: the active ones, not a paused one."""
+    dags = [
+        {"dag_id": d, "fileloc": f"/dags/{d}.py", "owners": ["team"], "description": "x",
+         "is_paused": d == "old", "timetable_summary": "0 5 * * *" if d != "report" else "Asset"}
+        for d in ("load", "old", "report")
+    ]  # fmt: skip
+    datasets = {"assets": [{
+        "uri": "s3://x", "created_at": "2026-10-01T00:00:00Z",
+        "last_asset_event": {"id": 1, "timestamp": "2026-11-20T00:00:00Z"},
+        "producing_tasks": [{"dag_id": "load", "task_id": "t"}, {"dag_id": "old", "task_id": "t"}],
+        "scheduled_dags": [{"dag_id": "report"}],
+    }]}  # fmt: skip
+    estate = parse_artifacts(
+        json.dumps({"dags": dags, "captured_at": "2026-12-01T00:00:00Z"}), None, json.dumps(datasets)
+    )
+    results = results_by(sarif(build_document(estate, audit(estate))))
+    assert uris(results[("asset-stale", "s3://x")]) == ["load.py"]

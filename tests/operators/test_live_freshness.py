@@ -18,15 +18,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import requests
 from support import dag_test_runner
 from support.airflow_server import AirflowApiServer, migrated_home
-from support.helpers import REPO
+from support.helpers import REPO, UI_PAGE
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import audit
 from airflow_provider_coremodels.core.freshness import parse_time
 from airflow_provider_coremodels.core.markdown import render_markdown
-from airflow_provider_coremodels.ui.page import render_snapshot_page
 
 pytestmark = pytest.mark.airflow_server
 
@@ -52,9 +52,18 @@ with create_session() as session:
 
 
 @pytest.fixture(scope="module")
-def server():
+def sink(tmp_path_factory) -> Path:
+    """The export's file sink, which the server's CoreModels page reads."""
+    return tmp_path_factory.mktemp("freshness") / "sink"
+
+
+@pytest.fixture(scope="module")
+def server(sink: Path):
     with AirflowApiServer(
-        REPO / "example_dags" / "freshness", run_dags=("orders_loader",), failing_dags=("broken_feed",)
+        REPO / "example_dags" / "freshness",
+        run_dags=("orders_loader",),
+        failing_dags=("broken_feed",),
+        extra_env={"AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR": str(sink)},
     ) as live:
         yield live
 
@@ -128,27 +137,44 @@ def export_dag(env: dict[str, str], sink: Path) -> str:
     return run.stdout + run.stderr
 
 
-def test_the_export_carries_freshness_everywhere_and_keeps_the_fingerprint(
-    server, runner_env, tmp_path
-) -> None:
-    sink = tmp_path / "sink"
+@pytest.fixture(scope="module")
+def exported(server, runner_env, sink: Path) -> tuple[str, dict]:
+    """The export DAG run once against the producer that last succeeded five days ago."""
     age_orders(server, 24 * 5)
     log = export_dag(runner_env, sink)
+    return log, json.loads((sink / "latest.json").read_bytes())
+
+
+def test_the_task_log_latest_json_and_the_report_carry_freshness(exported) -> None:
+    log, stored = exported
     assert f"Warning asset-stale {ORDERS}: Asset has not been updated" in log
     assert f"Warning producer-failing {FEED}: Every active producer of this asset failed" in log
     assert "freshness at " in log and ": 2 assets judged, 1 stale, 1 with failing producers" in log
-    stored = json.loads((sink / "latest.json").read_bytes())
     assert [(f["code"], f["subject"]) for f in stored["findings"] if f["section"] == "Freshness"] == [
         ("asset-stale", ORDERS),
         ("producer-failing", FEED),
     ]
     report = render_markdown(stored)
     assert f"`{ORDERS}`" in report and "last update 5 days ago" in report
-    page = render_snapshot_page(stored, source=str(sink))
-    assert "1 stale, 1 with failing producers" in page
-    assert f'class="node asset stale has-findings" data-id="{ORDERS}"' in page
+    assert "1 stale, 1 with failing producers" in report
 
-    # The producer runs again (its event is new): the estate is the same, its findings are not.
+
+@UI_PAGE
+def test_the_ui_page_marks_the_stale_asset(exported, server) -> None:
+    """The API server's own CoreModels page, reading the sink the export wrote."""
+    page = requests.get(
+        f"{server.base_url}/coremodels/", headers={"Authorization": f"Bearer {server.token()}"}, timeout=60
+    )
+    assert page.status_code == 200
+    assert "1 stale, 1 with failing producers" in page.text
+    assert f'class="node asset stale has-findings" data-id="{ORDERS}"' in page.text
+
+
+def test_a_fresh_run_changes_the_findings_not_the_fingerprint(
+    exported, server, runner_env, sink: Path
+) -> None:
+    """The producer runs again (its event is new): the estate is the same, its findings are not."""
+    _, stored = exported
     age_orders(server, 1)
     log = export_dag(runner_env, sink)
     again = json.loads((sink / "latest.json").read_bytes())

@@ -54,7 +54,10 @@ def snapshot(
 
 
 def without_capture_time(document: dict[str, Any]) -> dict[str, Any]:
-    return {**document, "state": {k: v for k, v in document["state"].items() if k != "capturedAt"}}
+    """The document less the capture's time (and the freshness judged at it)."""
+    freshness = {k: v for k, v in document.get("freshness", {}).items() if k != "judgedAt"}
+    state = {k: v for k, v in document["state"].items() if k != "capturedAt"}
+    return {**document, "state": state, "freshness": freshness}
 
 
 # -- the proxy itself ----------------------------------------------------------------------------

@@ -371,3 +371,20 @@ def test_same_fingerprint_with_other_findings_is_stored_again_once(tmp_path: Pat
     again = sink.push(audited("2026-12-01T06:00:00Z", Waiver("dag-no-owner", "legacy", "ops owns it")))
     assert (again.unchanged, again.written) == (True, [])
     assert len(list((tmp_path / "history").iterdir())) == 2
+
+
+def test_an_asset_that_stays_stale_is_not_stored_again_as_it_ages(tmp_path: Path) -> None:
+    """A freshness finding's detail says how old the asset is; while the verdict is the same,
+    the next day's export writes nothing (history stays one entry per real change)."""
+    sink = FileSink(tmp_path)
+    doc = document("a")
+    stale = {"section": "Freshness", "severity": "Warning", "code": "asset-stale", "subject": "s3://x",
+             "message": "...", "detail": "last update 3 days ago (2026-11-26T06:00:00Z)"}  # fmt: skip
+    doc["findings"] = [stale]
+    sink.push(doc)
+    older = document("a", captured_at="2026-11-30T06:00:00Z")
+    older["findings"] = [{**stale, "detail": "last update 4 days ago (2026-11-26T06:00:00Z)"}]
+    assert sink.push(older).unchanged is True
+    waived = document("a", captured_at="2026-12-01T06:00:00Z")
+    waived["findings"] = [{**stale, "waived": {"reason": "vendor holiday", "expires": None}}]
+    assert sink.push(waived).findings_changed is True
