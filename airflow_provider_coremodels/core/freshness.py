@@ -27,7 +27,15 @@ from typing import Any
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.cadence import Cadence, allowed_age, cadence, format_duration
-from airflow_provider_coremodels.core.model import ASSET, VIA_ALIAS, Dataset, Estate, Finding, Freshness
+from airflow_provider_coremodels.core.model import (
+    ASSET,
+    STALE_TOLERANCE_KEY,
+    VIA_ALIAS,
+    Dataset,
+    Estate,
+    Finding,
+    Freshness,
+)
 from airflow_provider_coremodels.core.rules import make_finding
 
 
@@ -156,7 +164,8 @@ def status_json(status: FreshnessStatus) -> dict[str, Any]:
     }
 
 
-def _positive(value: Any) -> float | None:
+def positive_number(value: Any) -> float | None:
+    """A finite number above zero (a tolerance), else None; booleans are not numbers here."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) and value > 0 else None
@@ -184,7 +193,7 @@ def read_freshness_json(raw: Any) -> Freshness:
     failed = raw.get("failedLatestRun")
     return Freshness(
         judged_at=timestamp(raw.get("judgedAt")),
-        tolerance=_positive(raw.get("tolerance")),
+        tolerance=positive_number(raw.get("tolerance")),
         asset_updates=times(updates, nullable=True) if isinstance(updates, dict) else None,
         asset_created=times(raw.get("assetCreated")),
         updates_since=timestamp(raw.get("updatesSince")),
@@ -202,6 +211,7 @@ def read_freshness_json(raw: Any) -> Freshness:
 DEFAULT_TOLERANCE = defaults.STALE_TOLERANCE
 #: A DAG tag that sets the tolerance for the assets that DAG produces: ``coremodels:stale-tolerance=3``.
 TOLERANCE_TAG = "coremodels:stale-tolerance="
+
 #: How far past its due time an unpaused DAG's next run is "well past" when its cadence is unknown.
 _OVERDUE_WITHOUT_CADENCE = 3600.0
 
@@ -319,7 +329,8 @@ def _asset_stale(
     """The finding, or None; and why the asset could not be judged (None when it was)."""
     if any(p in facts.partitioned for p in active):
         return None, "partitioned producer"
-    producers = [_producer(dags[p], tolerance) for p in active]
+    own = positive_number(_number_or_none(asset.metadata.get(STALE_TOLERANCE_KEY)))
+    producers = [_producer(dags[p], tolerance, own) for p in active]
     known = [p for p in producers if p.allowed is not None]
     if not known:
         return None, "cadence unknown"
@@ -365,11 +376,18 @@ def _asset_stale(
     return make_finding("asset-stale", uri, detail + note(uri, consumers)), None
 
 
-def _producer(dag: Dataset, tolerance: float) -> _Producer:
-    own = _tag_tolerance(dag.tags)
-    tolerance = own if own is not None else tolerance
+def _producer(dag: Dataset, tolerance: float, asset_tolerance: float | None) -> _Producer:
+    """A producer's pace: the asset's own tolerance wins, then the DAG's tag, then the run's."""
+    chosen = asset_tolerance or _tag_tolerance(dag.tags) or tolerance
     pace = cadence(dag.metadata.get("airflow.schedule"))
-    return _Producer(dag.identity, pace, allowed_age(pace, tolerance), tolerance)
+    return _Producer(dag.identity, pace, allowed_age(pace, chosen), chosen)
+
+
+def _number_or_none(text: str | None) -> float | None:
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
 
 
 def _tag_tolerance(tags: Iterable[str]) -> float | None:

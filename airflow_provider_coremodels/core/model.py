@@ -63,6 +63,9 @@ class Dataset:
         return self.metadata.get("airflow.paused") == "true"
 
 
+#: An asset's own freshness tolerance, in its metadata (from its extra ``coremodels_stale_tolerance``).
+STALE_TOLERANCE_KEY = "coremodels.staleTolerance"
+
 #: How an edge was learned, when not from a plain producing task or schedule reference.
 VIA_REF = "ref"  # a schedule on Asset.ref, resolved by name or URI
 VIA_INLET = "inlet"  # a task inlet that does not schedule the DAG

@@ -29,10 +29,11 @@ from airflow_provider_coremodels.core.conditions import (
 )
 from airflow_provider_coremodels.core.conditions import to_text as condition_text
 from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT, read_conflicts
-from airflow_provider_coremodels.core.freshness import read_freshness
+from airflow_provider_coremodels.core.freshness import positive_number, read_freshness
 from airflow_provider_coremodels.core.model import (
     ASSET,
     DAG,
+    STALE_TOLERANCE_KEY,
     VIA_ALIAS,
     VIA_INLET,
     VIA_REF,
@@ -62,6 +63,9 @@ _SCHEDULE_KEYS = ("consuming_dags", "scheduled_dags")
 _CONSUMER_KEYS = (*_SCHEDULE_KEYS, "consuming_tasks")
 #: Airflow 3's default asset group, left out of the metadata.
 _DEFAULT_GROUP = "asset"
+#: An asset's own freshness tolerance: ``Asset(uri, extra={"coremodels_stale_tolerance": 7})``,
+#: kept as the metadata key STALE_TOLERANCE_KEY (configuration, so governed).
+STALE_TOLERANCE_EXTRA = "coremodels_stale_tolerance"
 _ARTIFACT_ORDER = {"dags": 0, "tasks": 1, "datasets": 2, "snapshot": 3}
 
 
@@ -139,7 +143,14 @@ class _Named(TypedDict, total=False):
     name: Any
 
 
-class _Asset(TypedDict, total=False):
+class _AssetSettings(TypedDict, total=False):
+    """The one key of an asset's ``extra`` the parse reads without ``--include-asset-extra``: a
+    setting of this package's, not the user's data (an extra may hold credentials)."""
+
+    coremodels_stale_tolerance: Any
+
+
+class _AssetBase(TypedDict, total=False):
     uri: Any
     name: Any
     group: Any
@@ -153,7 +164,11 @@ class _Asset(TypedDict, total=False):
     last_asset_event: Any
 
 
-class _AssetWithExtra(_Asset, total=False):
+class _Asset(_AssetBase, total=False):
+    extra: _AssetSettings | None
+
+
+class _AssetWithExtra(_AssetBase, total=False):
     extra: Any
 
 
@@ -684,8 +699,11 @@ def _asset_dataset(uri: str, raw: Mapping[str, Any], include_extra: bool) -> Dat
     aliases = _names(raw.get("aliases"))
     if aliases:
         metadata["airflow.aliases"] = ",".join(aliases)
-    extra = raw.get("extra") if include_extra else None
-    if isinstance(extra, dict) and extra:
+    extra = raw.get("extra")
+    tolerance = extra.get(STALE_TOLERANCE_EXTRA) if isinstance(extra, dict) else None
+    if (own := positive_number(tolerance)) is not None:
+        metadata[STALE_TOLERANCE_KEY] = f"{own:g}"
+    if include_extra and isinstance(extra, dict) and extra:
         metadata["airflow.extra"] = _canonical(extra)
     return Dataset(
         identity=uri,
@@ -967,6 +985,8 @@ def reduce_asset(raw: Any, *, keep_extra: bool = False) -> Any:
     }
     if keep_extra and "extra" in raw:
         reduced["extra"] = raw["extra"]
+    elif isinstance(raw.get("extra"), dict) and STALE_TOLERANCE_EXTRA in raw["extra"]:
+        reduced["extra"] = {STALE_TOLERANCE_EXTRA: raw["extra"][STALE_TOLERANCE_EXTRA]}
     for key, keep in (
         ("producing_tasks", "dag_id"),
         *((k, "dag_id") for k in _CONSUMER_KEYS),

@@ -361,3 +361,37 @@ def test_a_reaudit_judges_as_the_stored_document_was_judged_unless_told_otherwis
     told = audit(stored, now=datetime(2026, 12, 1, 7, tzinfo=timezone.utc), tolerance=2.0)
     assert (told.freshness.judged_at, told.freshness.tolerance) == ("2026-12-01T07:00:00Z", 2.0)
     assert "asset-stale" not in [f.code for f in told.findings]
+
+
+@pytest.mark.parametrize(
+    ("extra", "stale"),
+    [
+        pytest.param({"coremodels_stale_tolerance": 4}, False, id="asset-says-4"),
+        pytest.param({"coremodels_stale_tolerance": 1, "password": "s3cr3t"}, True, id="asset-says-1"),
+        pytest.param({"coremodels_stale_tolerance": "soon"}, False, id="not-a-number-ignored"),
+        pytest.param(None, False, id="no-extra"),
+    ],
+)
+def test_an_asset_sets_its_own_tolerance_in_its_extra(extra, stale: bool) -> None:
+    """``Asset(uri, extra={"coremodels_stale_tolerance": N})`` wins over the producer's tag and the
+    run's; it is the one key of an extra read without --include-asset-extra."""
+    producer = dag("load", tags=[{"name": "coremodels:stale-tolerance=9"}])
+    estate = estate_of(
+        dags=[producer, dag("report", "Asset")],
+        assets=[asset("s3://lake/orders", ["load"], ["report"], "2026-11-28T05:00:00Z", extra=extra)],
+    )
+    [orders] = [d for d in estate.datasets if d.identity == "s3://lake/orders"]
+    assert "airflow.extra" not in orders.metadata  # the rest of the extra stays out
+    own = (extra or {}).get("coremodels_stale_tolerance")
+    assert orders.metadata.get("coremodels.staleTolerance") == (str(own) if isinstance(own, int) else None)
+    # without a usable one of its own, the producer's tag (9 days) decides: not stale
+    assert [code for code, _, _ in fresh_findings(estate)] == (["asset-stale"] if stale else [])
+
+
+def test_the_capture_keeps_only_the_tolerance_of_an_extra() -> None:
+    from airflow_provider_coremodels.core.parse import reduce_asset
+
+    raw = asset("s3://x", [], [], None, extra={"coremodels_stale_tolerance": 3, "token": "t0k3n"})
+    assert reduce_asset(raw)["extra"] == {"coremodels_stale_tolerance": 3}
+    assert "extra" not in reduce_asset(asset("s3://x", [], [], None, extra={"token": "t0k3n"}))
+    assert reduce_asset(raw, keep_extra=True)["extra"]["token"] == "t0k3n"
