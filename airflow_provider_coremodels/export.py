@@ -156,14 +156,18 @@ def export(
     waivers: Sequence[Waiver] = (),
     now: datetime | None = None,
     stale_tolerance: float | None = None,
+    deployment: str | None = None,
     progress: ProgressCallback | None = None,
 ) -> ExportResult:
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink.
 
     Freshness is judged at ``now`` (default: the capture time) with ``stale_tolerance`` (default 2).
+    ``deployment`` names the deployment in the document's state.
     """
     captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
     estate = captured.estate(include_asset_extra=include_asset_extra)
+    if deployment:
+        estate = dataclasses.replace(estate, state=dataclasses.replace(estate.state, deployment=deployment))
     baseline, estate, missing = _baseline(sinks, estate)
     result = audit(estate, baseline, no_baseline=missing, waivers=waivers, now=now, tolerance=stale_tolerance)
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)

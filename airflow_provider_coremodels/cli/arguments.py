@@ -114,6 +114,15 @@ def _tolerance(value: str) -> float:
     return number
 
 
+DEPLOYMENT = ArgSpec(
+    ("--deployment",),
+    {
+        "metavar": "NAME",
+        "help": "the deployment's name in the snapshot (state.deployment; default: the connection id, "
+        "none with --base-url)",
+    },
+)
+
 #: When and how strictly the freshness rules judge (asset-stale, producer-failing).
 FRESHNESS = (
     ArgSpec(
@@ -343,6 +352,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             ),
             WAIVERS,
             *FRESHNESS,
+            DEPLOYMENT,
             FORMAT,
             FAIL_ON_ARG,
             SOURCE_ROOT,

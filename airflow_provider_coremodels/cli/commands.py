@@ -158,6 +158,7 @@ def export(args: argparse.Namespace) -> int:
                 waivers=waivers,
                 now=args.now,
                 stale_tolerance=args.stale_tolerance,
+                deployment=args.deployment or (None if args.base_url else _conn_id(args)),
                 progress=progress,
             )
     finally:
@@ -214,6 +215,11 @@ def _secret_from_env(variable: str | None) -> str | None:
     if not value:
         raise UsageError(f"environment variable {variable} is not set")
     return value
+
+
+def _conn_id(args: argparse.Namespace) -> str:
+    """The connection the source comes from: ``--conn-id``, else the default one."""
+    return str(args.conn_id or defaults.AIRFLOW_API_CONN_ID)
 
 
 def _connection_source(conn_id: str | None) -> ApiSource:

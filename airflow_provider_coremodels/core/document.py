@@ -177,6 +177,7 @@ def _build_document(estate: Estate, result: AuditResult, max_snapshot_bytes: int
             "capturedAt": state.captured_at,
             "counts": estate.counts(),
             "facts": estate.facts(),
+            "deployment": state.deployment,
         },
         "datasets": datasets,
         "lineage": lineage,
@@ -252,6 +253,7 @@ def load_document(data: bytes | str) -> StoredSnapshot:
         airflow_version=reader.opt_str(raw_state, "airflowVersion", "state"),
         api_version=reader.opt_str(raw_state, "apiVersion", "state"),
         captured_at=reader.opt_str(raw_state, "capturedAt", "state"),
+        deployment=reader.opt_str(raw_state, "deployment", "state"),
     )
     stored_fingerprint = reader.opt_str(doc, "fingerprint", "document")
     if "datasets" not in doc or "lineage" not in doc:

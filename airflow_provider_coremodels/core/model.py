@@ -151,12 +151,14 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class State:
-    """Where a snapshot came from: versions and capture time (None where unknown)."""
+    """Where a snapshot came from: versions, capture time and the deployment's name (None where
+    unknown); the name is what tells deployments apart when their snapshots are combined."""
 
     connector_version: str
     airflow_version: str | None = None
     api_version: str | None = None
     captured_at: str | None = None
+    deployment: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,8 @@ class CoreModelsExportOperator(BaseOperator):
         waiver is reported as a ``waiver-expired`` finding; a malformed one fails the task.
     :param stale_tolerance: how many of its producers' cadences old an asset may grow before
         ``asset-stale`` reports it (a producer's ``coremodels:stale-tolerance=N`` tag wins).
+    :param deployment: the deployment's name in the snapshot (``state.deployment``; templated),
+        by default ``airflow_api_conn_id``: what tells deployments apart when snapshots are merged.
     """
 
     template_fields: Sequence[str] = (
@@ -67,6 +69,7 @@ class CoreModelsExportOperator(BaseOperator):
         "coremodels_conn_id",
         "fail_on",
         "waivers",
+        "deployment",
     )
     ui_color = "#e8f1fb"
 
@@ -82,6 +85,7 @@ class CoreModelsExportOperator(BaseOperator):
         include_asset_extra: bool = False,
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
         stale_tolerance: float = defaults.STALE_TOLERANCE,
+        deployment: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -94,6 +98,7 @@ class CoreModelsExportOperator(BaseOperator):
         self.include_asset_extra = include_asset_extra
         self.waivers = waivers
         self.stale_tolerance = stale_tolerance
+        self.deployment = deployment
         self._client: AirflowApiClient | None = None
 
     def on_kill(self) -> None:
@@ -149,6 +154,7 @@ class CoreModelsExportOperator(BaseOperator):
                     include_asset_extra=self.include_asset_extra,
                     waivers=waivers,
                     stale_tolerance=self.stale_tolerance,
+                    deployment=self.deployment or self.airflow_api_conn_id,
                 )
         except CoreModelsError as exc:
             raise AirflowException(SECRETS.scrub(str(exc))) from exc

@@ -186,3 +186,12 @@ def test_a_waiver_added_to_an_unchanged_estate_reaches_the_sink(airflow_server, 
 
     again = export(airflow_server, "--sink", str(sink), "--waivers", str(waivers))
     assert again.stdout.rstrip().endswith(f"export: fingerprint {fingerprint} unchanged; {sink} (unchanged)")
+
+
+def test_a_snapshot_names_its_deployment(airflow_server, tmp_path: Path) -> None:
+    named = export(airflow_server, "--sink", str(tmp_path / "named"), "--deployment", "prod-eu")
+    assert named.returncode == 0, named.stderr
+    assert json.loads((tmp_path / "named" / "latest.json").read_bytes())["state"]["deployment"] == "prod-eu"
+    unnamed = export(airflow_server, "--sink", str(tmp_path / "unnamed"))  # --base-url: no connection id
+    assert unnamed.returncode == 0, unnamed.stderr
+    assert json.loads((tmp_path / "unnamed" / "latest.json").read_bytes())["state"]["deployment"] is None

@@ -60,7 +60,9 @@ def test_document_has_every_contract_key_in_order(real_document) -> None:
         "capturedAt",
         "counts",
         "facts",
+        "deployment",  # which deployment (contract section 7): null for an offline audit
     ]
+    assert real_document["state"]["deployment"] is None
     assert list(real_document["state"]["counts"]) == [
         "datasets",
         "fields",

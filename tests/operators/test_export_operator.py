@@ -86,6 +86,7 @@ def test_export_dag_logs_findings_and_returns_a_summary(runner_env, tmp_path: Pa
         ],
     }
     assert document["state"]["airflowVersion"] == AIRFLOW_VERSION
+    assert document["state"]["deployment"] == "airflow_api_default"  # the connection id, by default
 
 
 def test_second_run_is_unchanged(runner_env, tmp_path: Path) -> None:
