@@ -308,6 +308,38 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ),
     ),
     CommandSpec(
+        name="merge",
+        help="Merge the snapshots of several deployments into one estate and audit it",
+        description=(
+            "Combine stored snapshot documents of several deployments into one estate joined on asset "
+            "URIs (a DAG becomes <deployment>/<dag_id>), run every rule on it, and print the findings "
+            "and the merged document. Each SNAPSHOT is a document, a file sink's directory (its "
+            "latest.json), or NAME=PATH to name its deployment."
+        ),
+        func="airflow_provider_coremodels.cli.commands:merge",
+        args=(
+            ArgSpec(
+                ("snapshots",), {"nargs": "+", "metavar": "SNAPSHOT", "help": "the deployments' snapshots"}
+            ),
+            ArgSpec(
+                ("--stale-before",),
+                {
+                    "type": _instant,
+                    "metavar": "TIME",
+                    "help": "a snapshot captured before this ISO 8601 time is an old one (its deployment was "
+                    "not captured this time): merged all the same, and named in a lossiness record",
+                },
+            ),
+            BASELINE,
+            WAIVERS,
+            *FRESHNESS,
+            FORMAT,
+            FAIL_ON_ARG,
+            SOURCE_ROOT,
+            MAX_SNAPSHOT_BYTES,
+        ),
+    ),
+    CommandSpec(
         name="capture",
         help="Capture the estate from a deployment's REST API into dags.json, tasks.json and datasets.json",
         description=(

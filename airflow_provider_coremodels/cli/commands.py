@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import datetime
 import json
 import os
 import sys
@@ -25,9 +26,11 @@ from airflow_provider_coremodels.input_files import (
     read_stored_estate,
     read_waivers,
 )
+from airflow_provider_coremodels.sinks.layout import LATEST
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
+    from airflow_provider_coremodels.core.merge import Part
 
 #: The example estate's recorded REST responses (example_dags/estate served by Airflow 3.3),
 #: package data so that a first run needs nothing but the install.
@@ -94,6 +97,44 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
         tolerance=getattr(args, "stale_tolerance", None),
     )
     return build_document(estate, result, **build)
+
+
+def merge(args: argparse.Namespace) -> int:
+    """``merge``: the snapshots of several deployments as one estate, audited and printed."""
+    from airflow_provider_coremodels.core.merge import merge as merge_parts
+
+    waivers = read_waivers(args.waivers) if args.waivers else ()
+    parts = [_merge_part(given, args.stale_before) for given in args.snapshots]
+    estate = merge_parts(parts, now=args.now)
+    baseline = read_baseline(args.baseline) if args.baseline else None
+    result = run_audit(estate, baseline, waivers=waivers, now=args.now, tolerance=args.stale_tolerance)
+    document = build_document(estate, result, max_snapshot_bytes=args.max_snapshot_bytes)
+    emit(render(document, args))
+    return exit_code(document["findings"], args.fail_on)
+
+
+def _merge_part(given: str, stale_before: datetime.datetime | None) -> Part:
+    """``NAME=PATH`` or ``PATH`` (a document, or a file sink's directory) as a part of a merge."""
+    from airflow_provider_coremodels.core.freshness import parse_time
+    from airflow_provider_coremodels.core.merge import Part
+
+    name, separator, path = given.partition("=")
+    if not separator or "/" in name or not name:
+        name, path = "", given
+    if Path(path).is_dir():
+        path = str(Path(path) / LATEST)
+    estate = read_stored_estate(path)
+    deployment = name or estate.state.deployment
+    if not deployment:
+        raise UsageError(
+            f"snapshot {path} names no deployment (state.deployment): export it with --deployment NAME, "
+            "or give it as NAME=PATH"
+        )
+    captured = estate.state.captured_at
+    stale = None
+    if stale_before is not None and (captured is None or parse_time(captured) < stale_before):
+        stale = f"not captured since {stale_before.isoformat().replace('+00:00', 'Z')}"
+    return Part(deployment, estate, stale)
 
 
 def capture(args: argparse.Namespace) -> int:

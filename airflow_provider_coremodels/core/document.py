@@ -63,7 +63,7 @@ def dataset_json(dataset: Dataset) -> dict[str, Any]:
         "physicalName": dataset.physical_name,
         "description": dataset.description,
         "tags": list(dataset.tags),
-        "mapsTo": {"standard": CONNECTOR, "uri": dataset.identity},
+        "mapsTo": {"standard": CONNECTOR, "uri": dataset.maps_to or dataset.identity},
         "metadata": dict(dataset.metadata),
         "fields": [field_json(f) for f in dataset.fields],
     }
@@ -79,6 +79,8 @@ def edge_json(edge: Edge) -> dict[str, Any]:
     }
     if edge.via is not None:
         out["via"] = edge.via
+    if edge.cross_deployment:
+        out["crossDeployment"] = True
     return out
 
 
@@ -178,6 +180,7 @@ def _build_document(estate: Estate, result: AuditResult, max_snapshot_bytes: int
             "counts": estate.counts(),
             "facts": estate.facts(),
             "deployment": state.deployment,
+            **({"deployments": list(state.deployments)} if state.deployments else {}),
         },
         "datasets": datasets,
         "lineage": lineage,
@@ -254,6 +257,7 @@ def load_document(data: bytes | str) -> StoredSnapshot:
         api_version=reader.opt_str(raw_state, "apiVersion", "state"),
         captured_at=reader.opt_str(raw_state, "capturedAt", "state"),
         deployment=reader.opt_str(raw_state, "deployment", "state"),
+        deployments=reader.strings(raw_state, "deployments", "state"),
     )
     stored_fingerprint = reader.opt_str(doc, "fingerprint", "document")
     if "datasets" not in doc or "lineage" not in doc:
@@ -372,6 +376,7 @@ class _Reader:
             description=self.opt_str(raw, "description", where),
             tags=self.strings(raw, "tags", where),
             metadata=self.metadata(raw, where),
+            maps_to=self.maps_to(raw, where),
             fields=tuple(
                 sorted(
                     (self.field(f, f"{where}.fields[{i}]") for i, f in enumerate(fields)),
@@ -379,6 +384,16 @@ class _Reader:
                 )
             ),
         )
+
+    def maps_to(self, raw: dict[str, Any], where: str) -> str | None:
+        """``mapsTo.uri`` where it is not the identity (a merged estate's DAG), else None."""
+        maps = raw.get("mapsTo")
+        uri = maps.get("uri") if isinstance(maps, dict) else None
+        if uri is None or uri == raw.get("identity"):
+            return None
+        if not isinstance(uri, str) or not uri:
+            raise self.fail(f"{where}.mapsTo.uri", "expected a non-empty string")
+        return uri
 
     def field(self, raw: Any, where: str) -> Field:
         raw = self.obj(raw, where)
@@ -416,6 +431,7 @@ class _Reader:
             depends_on_kind,
             self.flag(raw, "external", where),
             self.opt_str(raw, "via", where),
+            self.flag(raw, "crossDeployment", where),
         )
 
     def lossiness(self, raw: Any, where: str) -> Lossiness:

@@ -57,6 +57,9 @@ class Dataset:
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=dict)
     fields: tuple[Field, ...] = ()
+    #: What the dataset is in Airflow, where that is not its identity: a merged estate's DAG
+    #: ``<deployment>/<dag_id>`` maps to its dag_id.
+    maps_to: str | None = None
 
     @property
     def paused(self) -> bool:
@@ -87,6 +90,8 @@ class Edge:
     depends_on_kind: Materialization
     external: bool = False
     via: str | None = None
+    #: In a merged estate: the asset's lineage spans deployments (it is the join between them).
+    cross_deployment: bool = False
 
     @classmethod
     def produces(cls, dag_id: str, uri: str, *, external: bool = False, via: str | None = None) -> Edge:
@@ -159,6 +164,8 @@ class State:
     api_version: str | None = None
     captured_at: str | None = None
     deployment: str | None = None
+    #: A merged estate's deployments, by name (empty for one deployment's snapshot).
+    deployments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,216 @@
+"""Merge: the snapshots of several deployments as one estate, joined on asset URIs.
+
+Organisations run one Airflow per team and environment, and their data crosses those lines: an
+asset produced in one deployment is consumed in another. Audited one deployment at a time, that
+asset is "unproduced" where it is read, and a paused producer in one deployment starving
+consumers in another is never found. In the merged estate:
+
+- a DAG's identity is ``<deployment>/<dag_id>`` (same dag_id in two deployments: two DAGs), its
+  ``mapsTo`` stays the dag_id, and ``airflow.deployment`` in its metadata names the deployment;
+- an asset's identity stays its URI, the join key: one asset, whichever deployments touch it;
+- an edge of an asset whose lineage spans deployments says ``cross_deployment``;
+- every rule then runs on the merged estate as on one deployment's.
+
+A part whose snapshot is an old one (its deployment could not be captured this time) is kept,
+never dropped, and a lossiness record names it with its age. Pure: documents in, estate out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from airflow_provider_coremodels import __version__
+from airflow_provider_coremodels.core.cadence import format_duration
+from airflow_provider_coremodels.core.freshness import parse_time
+from airflow_provider_coremodels.core.model import DAG, Dataset, Edge, Estate, Freshness, Lossiness, State
+from airflow_provider_coremodels.errors import UsageError
+
+#: The metadata key naming a merged DAG's deployment.
+DEPLOYMENT_KEY = "airflow.deployment"
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One deployment's snapshot, read back (``load_document``), for a merge.
+
+    ``stale`` says why this is an old snapshot (its deployment was not captured this time); it
+    is merged all the same, and a lossiness record names it and its age.
+    """
+
+    deployment: str
+    estate: Estate
+    stale: str | None = None
+
+
+def merge(parts: Sequence[Part], *, now: datetime | None = None) -> Estate:
+    """The merged estate of ``parts``; ``now`` ages a stale part (default: the newest capture)."""
+    if not parts:
+        raise UsageError("merge needs at least one snapshot")
+    names = [part.deployment for part in parts]
+    for name in names:
+        if not name or "/" in name:
+            raise UsageError(f"deployment name {name!r} cannot be merged: it must be non-empty, without '/'")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"deployment {twice[0]} is given twice: each snapshot must name its own deployment")
+    parts = sorted(parts, key=lambda part: part.deployment)
+    newest = _newest_capture(parts)
+    reference = now or (parse_time(newest) if newest else None)
+
+    dags: list[Dataset] = []
+    assets: dict[str, Dataset] = {}
+    edges: list[Edge] = []
+    lossiness: list[Lossiness] = []
+    for part in parts:
+        name = part.deployment
+        for dataset in part.estate.datasets:
+            if dataset.materialization == DAG:
+                dags.append(_merged_dag(name, dataset))
+            else:
+                assets[dataset.identity] = _merged_asset(assets.get(dataset.identity), dataset)
+        edges.extend(_renamed(name, edge) for edge in part.estate.lineage)
+        lossiness.extend(_prefixed(name, record) for record in part.estate.lossiness)
+        if part.stale is not None:
+            lossiness.append(_stale_record(part, reference))
+
+    spans: dict[str, set[str]] = defaultdict(set)
+    for edge in edges:
+        spans[edge.asset].add(_deployment_of(edge.dag_id))
+    edges = [dataclasses.replace(edge, cross_deployment=len(spans[edge.asset]) > 1) for edge in edges]
+    unique = {edge.key: edge for edge in edges}  # a DAG may name an asset twice only within its deployment
+
+    datasets = sorted([*dags, *assets.values()], key=lambda d: (d.materialization, d.identity))
+    versions = {part.estate.state.airflow_version for part in parts}
+    apis = {part.estate.state.api_version for part in parts}
+    state = State(
+        connector_version=__version__,
+        airflow_version=versions.pop() if len(versions) == 1 else None,
+        api_version=apis.pop() if len(apis) == 1 else None,
+        captured_at=newest,
+        deployments=tuple(part.deployment for part in parts),
+    )
+    lossiness.sort(key=lambda r: (r.artifact, r.subject or "", r.message))
+    return Estate(
+        datasets=tuple(datasets),
+        lineage=tuple(sorted(unique.values(), key=lambda e: e.key)),
+        state=state,
+        lossiness=tuple(lossiness),
+        freshness=_merged_freshness(parts),
+    )
+
+
+def merged_id(deployment: str, dag_id: str) -> str:
+    return f"{deployment}/{dag_id}"
+
+
+def _deployment_of(merged: str) -> str:
+    return merged.partition("/")[0]
+
+
+def _newest_capture(parts: Iterable[Part]) -> str | None:
+    times = [p.estate.state.captured_at for p in parts if p.estate.state.captured_at]
+    return max(times, key=parse_time) if times else None
+
+
+def _merged_dag(deployment: str, dag: Dataset) -> Dataset:
+    return dataclasses.replace(
+        dag,
+        identity=merged_id(deployment, dag.identity),
+        maps_to=dag.maps_to or dag.identity,
+        metadata={**dag.metadata, DEPLOYMENT_KEY: deployment},
+    )
+
+
+def _merged_asset(seen: Dataset | None, asset: Dataset) -> Dataset:
+    """One asset from every deployment that knows its URI: the first (by deployment name) gives
+    its name and metadata; a watcher anywhere makes it watched; aliases are united."""
+    if seen is None:
+        return asset
+    metadata = {**asset.metadata, **seen.metadata}
+    if "true" in (asset.metadata.get("airflow.watched"), seen.metadata.get("airflow.watched")):
+        metadata["airflow.watched"] = "true"
+    aliases = {
+        alias
+        for source in (seen, asset)
+        for alias in source.metadata.get("airflow.aliases", "").split(",")
+        if alias
+    }
+    if aliases:
+        metadata["airflow.aliases"] = ",".join(sorted(aliases))
+    return dataclasses.replace(seen, metadata=metadata, tags=tuple(sorted({*seen.tags, *asset.tags})))
+
+
+def _renamed(deployment: str, edge: Edge) -> Edge:
+    """The edge with its DAG end named ``<deployment>/<dag_id>``; the asset end is the join key."""
+    dag_id = merged_id(deployment, edge.dag_id)
+    if edge.producing:
+        return dataclasses.replace(edge, depends_on=dag_id)
+    return dataclasses.replace(edge, dependent=dag_id)
+
+
+def _prefixed(deployment: str, record: Lossiness) -> Lossiness:
+    return dataclasses.replace(record, message=f"deployment {deployment}: {record.message}")
+
+
+def _stale_record(part: Part, reference: datetime | None) -> Lossiness:
+    captured = part.estate.state.captured_at
+    age = ""
+    if captured and reference is not None:
+        age = f", {format_duration((reference - parse_time(captured)).total_seconds())} old"
+    when = f"from {captured}{age}" if captured else "of unknown age"
+    return Lossiness(
+        "snapshot",
+        f"deployment {part.deployment}: {part.stale}; its last good snapshot ({when}) stands in for it",
+        part.deployment,
+    )
+
+
+def _merged_freshness(parts: Sequence[Part]) -> Freshness:
+    """Each deployment's facts, its DAGs renamed; what one deployment does not know stays unknown
+    for its own assets and DAGs only."""
+    updates: dict[str, str | None] = {}
+    told = False
+    created: dict[str, str] = {}
+    failed: set[str] = set()
+    failed_told = False
+    next_runs: dict[str, str] = {}
+    partitioned: set[str] = set()
+    since: list[str] = []
+    for part in parts:
+        facts = part.estate.freshness
+        rename = functools.partial(merged_id, part.deployment)
+        if facts.asset_updates is not None:
+            told = True
+            for uri, when in facts.asset_updates.items():
+                updates[uri] = max(filter(None, (updates.get(uri), when)), default=None)
+        if facts.updates_since:
+            since.append(facts.updates_since)
+        for uri, when in facts.asset_created.items():
+            created[uri] = min(created.get(uri, when), when)
+        if facts.failed_latest_run is not None:
+            failed_told = True
+            failed.update(rename(dag_id) for dag_id in facts.failed_latest_run)
+        next_runs.update({rename(dag_id): when for dag_id, when in facts.next_run_after.items()})
+        partitioned.update(rename(dag_id) for dag_id in facts.partitioned)
+    return Freshness(
+        asset_updates=updates if told else None,
+        updates_since=max(since) if since else None,
+        asset_created=created,
+        failed_latest_run=frozenset(failed) if failed_told else None,
+        next_run_after=next_runs,
+        partitioned=frozenset(partitioned),
+    )
+
+
+def deployments_of(datasets: Iterable[Dataset]) -> Mapping[str, str]:
+    """dag identity -> deployment, for a merged estate's DAGs (empty for one deployment's)."""
+    return {
+        d.identity: d.metadata[DEPLOYMENT_KEY]
+        for d in datasets
+        if d.materialization == DAG and DEPLOYMENT_KEY in d.metadata
+    }

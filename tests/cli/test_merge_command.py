@@ -1,0 +1,86 @@
+"""``merge``: stored snapshots of several deployments, as one audited estate (both front doors)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli.test_audit_command import front_doors, run
+from support.helpers import CLI_GROUP, document_for
+
+from airflow_provider_coremodels.sinks import FileSink
+
+
+def dag(dag_id: str, *, paused: bool = False, schedule: str = "0 5 * * *") -> dict:
+    return {"dag_id": dag_id, "description": dag_id, "owners": ["team"], "is_paused": paused,
+            "timetable_summary": schedule}  # fmt: skip
+
+
+def snapshot(path: Path, deployment: str | None, dags: list[dict], assets: list[dict], **state) -> Path:
+    document = document_for(dags, {d["dag_id"]: [] for d in dags}, {"assets": assets})
+    document["state"].update(deployment=deployment, **state)
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.fixture
+def etl(tmp_path: Path) -> Path:
+    """A file sink's directory: the producer of the orders, paused, captured a day ago."""
+    document = json.loads(
+        snapshot(tmp_path / "etl.json", "etl", [dag("load_orders", paused=True)],
+                 [{"uri": "s3://lake/orders", "producing_tasks": [{"dag_id": "load_orders"}]}],
+                 capturedAt="2026-11-30T06:00:00Z").read_text()
+    )  # fmt: skip
+    FileSink(tmp_path / "etl-sink").push(document)
+    return tmp_path / "etl-sink"
+
+
+@pytest.fixture
+def bi(tmp_path: Path) -> Path:
+    """A document that names no deployment: its consumer of the orders, active."""
+    return snapshot(tmp_path / "bi.json", None, [dag("daily_revenue", schedule="Asset")],
+                    [{"uri": "s3://lake/orders", "scheduled_dags": [{"dag_id": "daily_revenue"}]}],
+                    capturedAt="2026-12-01T06:00:00Z")  # fmt: skip
+
+
+def test_merge_finds_what_no_single_deployment_shows(capsys, etl: Path, bi: Path) -> None:
+    code, out, err = run(capsys, "merge", str(etl), f"bi={bi}", "--format", "json", "--fail-on", "warning")
+    assert (code, err) == (1, "")
+    document = json.loads(out)
+    assert [(f["code"], f["detail"]) for f in document["findings"] if f["section"] == "Conformance"] == [
+        ("paused-producer", "producers: etl/load_orders; active consumers: bi/daily_revenue")
+    ]
+    assert document["state"]["deployments"] == ["bi", "etl"]
+    assert all(edge["crossDeployment"] for edge in document["lineage"])
+
+
+def test_an_old_snapshot_is_merged_and_named(capsys, etl: Path, bi: Path) -> None:
+    code, out, _ = run(capsys, "merge", str(etl), f"bi={bi}", "--stale-before", "2026-12-01T00:00:00Z")
+    assert code == 0
+    assert (
+        "snapshot: deployment etl: not captured since 2026-12-01T00:00:00Z; its last good snapshot "
+        "(from 2026-11-30T06:00:00Z, 24 hours old) stands in for it"
+    ) in out
+
+
+def test_a_snapshot_without_a_deployment_name_is_one_line_and_exit_2(capsys, etl: Path, bi: Path) -> None:
+    code, out, err = run(capsys, "merge", str(etl), str(bi))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: snapshot {bi} names no deployment (state.deployment): export it with --deployment NAME, "
+        "or give it as NAME=PATH\n"
+    )
+
+
+def test_two_snapshots_of_one_deployment_are_refused(capsys, etl: Path) -> None:
+    code, _, err = run(capsys, "merge", str(etl), str(etl))
+    assert code == 2
+    assert "deployment etl is given twice" in err
+
+
+@CLI_GROUP
+def test_both_front_doors_merge_alike(tmp_path: Path, etl: Path, bi: Path) -> None:
+    module, airflow = front_doors(tmp_path, "merge", str(etl), f"bi={bi}")
+    assert (module.returncode, module.stdout) == (airflow.returncode, airflow.stdout)
+    assert b"paused-producer" in module.stdout

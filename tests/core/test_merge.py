@@ -1,0 +1,163 @@
+"""Merging the snapshots of several deployments: one estate joined on asset URIs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
+from airflow_provider_coremodels.core.merge import Part, merge
+from airflow_provider_coremodels.errors import UsageError
+
+ORDERS = "s3://lake/orders"
+
+
+def dag(dag_id: str, *, paused: bool = False, schedule: str | None = "0 5 * * *") -> dict:
+    return {"dag_id": dag_id, "description": dag_id, "owners": ["team"], "is_paused": paused,
+            "timetable_summary": schedule, "fileloc": f"/dags/{dag_id}.py"}  # fmt: skip
+
+
+def part(name: str, dags: list[dict], assets: list[dict], *, stale: str | None = None, **dags_doc) -> Part:
+    """A deployment's stored snapshot, as merge reads it: built, encoded, read back."""
+    estate = parse_artifacts(
+        json.dumps({"dags": dags, **dags_doc}),
+        json.dumps({d["dag_id"]: [{"task_id": "run", "operator_name": "BashOperator"}] for d in dags}),
+        json.dumps({"assets": assets}),
+    )
+    stored = load_document(json.dumps(build_document(estate, audit(estate)))).estate
+    assert stored is not None
+    return Part(name, stored, stale)
+
+
+def producer(dag_id: str, uri: str = ORDERS) -> dict:
+    return {"uri": uri, "producing_tasks": [{"dag_id": dag_id, "task_id": "run"}]}
+
+
+def consumer(dag_id: str, uri: str = ORDERS) -> dict:
+    return {"uri": uri, "scheduled_dags": [{"dag_id": dag_id}]}
+
+
+@pytest.fixture
+def two() -> list[Part]:
+    """etl produces the orders, paused; analytics consumes them, active."""
+    return [
+        part("etl", [dag("load_orders", paused=True)], [producer("load_orders")]),
+        part("analytics", [dag("daily_revenue", schedule="Asset")], [consumer("daily_revenue")]),
+    ]
+
+
+def findings(estate) -> list[tuple[str, str, str | None]]:
+    return [(f.code, f.subject, f.detail) for f in audit(estate).findings]
+
+
+def test_alone_each_deployment_misses_the_other_side(two: list[Part]) -> None:
+    assert findings(two[1].estate) == [("asset-unproduced", ORDERS, "consumers: daily_revenue")]
+    assert findings(two[0].estate) == []
+
+
+def test_merged_the_asset_is_produced_and_the_paused_producer_starves_the_other_deployment(two) -> None:
+    merged = merge(two)
+    assert findings(merged) == [
+        ("paused-producer", ORDERS, "producers: etl/load_orders; active consumers: analytics/daily_revenue")
+    ]
+    document = build_document(merged, audit(merged))
+    by_id = {d["identity"]: d for d in document["datasets"]}
+    assert sorted(by_id) == ["analytics/daily_revenue", "etl/load_orders", ORDERS]
+    assert by_id["etl/load_orders"]["mapsTo"]["uri"] == "load_orders"
+    assert by_id["etl/load_orders"]["metadata"]["airflow.deployment"] == "etl"
+    assert (
+        by_id["analytics/daily_revenue.run" if False else "analytics/daily_revenue"]["fields"][0]["name"]
+        == "run"
+    )
+    assert document["lineage"] == [
+        {"dependent": "analytics/daily_revenue", "dependentKind": "dag", "dependsOn": ORDERS,
+         "dependsOnKind": "asset", "external": False, "crossDeployment": True},
+        {"dependent": ORDERS, "dependentKind": "asset", "dependsOn": "etl/load_orders",
+         "dependsOnKind": "dag", "external": False, "crossDeployment": True},
+    ]  # fmt: skip
+    assert document["state"]["deployments"] == ["analytics", "etl"]
+
+
+def test_the_same_dag_id_in_two_deployments_is_two_dags() -> None:
+    merged = merge(
+        [
+            part("prod", [dag("ingest")], [producer("ingest", "s3://prod/x")]),
+            part("staging", [dag("ingest")], [producer("ingest", "s3://staging/x")]),
+        ]
+    )
+    assert [d.identity for d in merged.dags()] == ["prod/ingest", "staging/ingest"]
+    assert all(not edge.cross_deployment for edge in merged.lineage)
+
+
+def test_a_merged_document_reads_back_and_reaudits_to_the_same_answer(two) -> None:
+    merged = merge(two)
+    document = build_document(merged, audit(merged))
+    stored = load_document(json.dumps(document))
+    assert stored.estate is not None
+    assert [r for r in stored.estate.lossiness if r.artifact == "snapshot"] == []  # its fingerprint holds
+    again = build_document(stored.estate, audit(stored.estate))
+    assert (again["fingerprint"], again["findings"], again["lineage"]) == (
+        document["fingerprint"],
+        document["findings"],
+        document["lineage"],
+    )
+
+
+def test_drift_works_on_merged_documents(two) -> None:
+    before = build_document(merge(two), audit(merge(two)))
+    baseline = load_document(json.dumps(before)).as_baseline()
+    gone = [two[0], part("analytics", [dag("other", schedule="Asset")], [consumer("other")])]
+    codes = [(f.code, f.subject) for f in audit(merge(gone), baseline).findings if f.section == "Drift"]
+    assert codes == [("dataset-removed", "analytics/daily_revenue")]
+
+
+def test_a_stale_part_is_kept_and_named_with_its_age(two) -> None:
+    old = part("etl", [dag("load_orders", paused=True)], [producer("load_orders")],
+               captured_at="2026-11-30T06:00:00Z", stale="the capture failed")  # fmt: skip
+    fresh = part("analytics", [dag("daily_revenue", schedule="Asset")], [consumer("daily_revenue")],
+                 captured_at="2026-12-01T06:00:00Z")  # fmt: skip
+    merged = merge([old, fresh])
+    assert [d.identity for d in merged.dags()] == ["analytics/daily_revenue", "etl/load_orders"]
+    [record] = [r for r in merged.lossiness if r.artifact == "snapshot"]
+    assert record.subject == "etl"
+    assert record.message == (
+        "deployment etl: the capture failed; its last good snapshot (from 2026-11-30T06:00:00Z, "
+        "24 hours old) stands in for it"
+    )
+    assert merged.state.captured_at == "2026-12-01T06:00:00Z"
+
+
+def test_each_deployments_lossiness_says_whose_it_is() -> None:
+    merged = merge([part("etl", [dag("a")], []), part("bi", [dag("b")], [])])
+    assert all(r.message.startswith(("deployment bi: ", "deployment etl: ")) for r in merged.lossiness)
+
+
+def test_freshness_facts_merge_with_their_dags_renamed() -> None:
+    stale = {**producer("load"), "created_at": "2026-10-01T00:00:00Z",
+             "last_asset_event": {"id": 1, "timestamp": "2026-11-20T00:00:00Z"}}  # fmt: skip
+    merged = merge(
+        [
+            part(
+                "etl", [dag("load")], [stale], failed_latest_run=["load"], captured_at="2026-12-01T06:00:00Z"
+            ),
+            part("bi", [dag("report", schedule="Asset")], [consumer("report")]),
+        ]
+    )
+    assert merged.freshness.failed_latest_run == {"etl/load"}
+    codes = [(f.code, f.detail) for f in audit(merged).findings if f.section == "Freshness"]
+    assert [code for code, _ in codes] == ["asset-stale", "producer-failing"]
+    assert codes[1][1] == "producers: etl/load; active consumers: bi/report"
+
+
+@pytest.mark.parametrize(
+    ("names", "says"),
+    [
+        pytest.param(["etl", "etl"], "deployment etl is given twice", id="twice"),
+        pytest.param(["a/b"], "deployment name 'a/b' cannot be merged", id="slash"),
+        pytest.param([""], "deployment name '' cannot be merged", id="empty"),
+    ],
+)
+def test_names_that_cannot_tell_deployments_apart_are_refused(names: list[str], says: str) -> None:
+    with pytest.raises(UsageError, match=says):
+        merge([part(name, [dag("x")], []) for name in names])
