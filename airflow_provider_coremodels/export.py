@@ -168,14 +168,14 @@ def export(
     estate = captured.estate(include_asset_extra=include_asset_extra)
     if deployment:
         estate = dataclasses.replace(estate, state=dataclasses.replace(estate.state, deployment=deployment))
-    baseline, estate, missing = _baseline(sinks, estate)
+    baseline, estate, missing = baseline_of(sinks, estate)
     result = audit(estate, baseline, no_baseline=missing, waivers=waivers, now=now, tolerance=stale_tolerance)
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)
     pushed = [sink.push(document) for sink in sinks]
     return ExportResult(document, captured.summary, pushed)
 
 
-def _baseline(sinks: Sequence[Sink], estate: Estate) -> tuple[Baseline | None, Estate, str]:
+def baseline_of(sinks: Sequence[Sink], estate: Estate) -> tuple[Baseline | None, Estate, str]:
     """The first stored baseline among the sinks; an unreadable one becomes a lossiness record.
 
     Returns the baseline (or None), the estate (with that record), and why there is none.

@@ -114,6 +114,25 @@ def _tolerance(value: str) -> float:
     return number
 
 
+#: Where export and merge push the snapshot.
+SINKS = (
+    ArgSpec(
+        ("--sink",),
+        {
+            "action": "append",
+            "default": [],
+            "metavar": "URI",
+            "help": "a directory or file:// URI, an object-storage URI (s3://bucket/prefix), or an "
+            "http(s):// endpoint; repeatable",
+        },
+    ),
+    ArgSpec(("--sink-conn-id",), {"metavar": "ID", "help": "the connection object-storage sinks use"}),
+    ArgSpec(
+        ("--coremodels-conn-id",),
+        {"metavar": "ID", "help": "the coremodels connection whose password is the endpoint's token"},
+    ),
+)
+
 DEPLOYMENT = ArgSpec(
     ("--deployment",),
     {
@@ -330,6 +349,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                     "not captured this time): merged all the same, and named in a lossiness record",
                 },
             ),
+            *SINKS,
             BASELINE,
             WAIVERS,
             *FRESHNESS,
@@ -365,23 +385,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         func="airflow_provider_coremodels.cli.commands:export",
         args=(
             *SOURCE,
-            ArgSpec(
-                ("--sink",),
-                {
-                    "action": "append",
-                    "default": [],
-                    "metavar": "URI",
-                    "help": "a directory or file:// URI, an object-storage URI (s3://bucket/prefix), or an "
-                    "http(s):// endpoint; repeatable",
-                },
-            ),
-            ArgSpec(
-                ("--sink-conn-id",), {"metavar": "ID", "help": "the connection object-storage sinks use"}
-            ),
-            ArgSpec(
-                ("--coremodels-conn-id",),
-                {"metavar": "ID", "help": "the coremodels connection whose password is the endpoint's token"},
-            ),
+            *SINKS,
             WAIVERS,
             *FRESHNESS,
             DEPLOYMENT,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import datetime
 import json
 import os
 import sys
@@ -26,11 +25,9 @@ from airflow_provider_coremodels.input_files import (
     read_stored_estate,
     read_waivers,
 )
-from airflow_provider_coremodels.sinks.layout import LATEST
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
-    from airflow_provider_coremodels.core.merge import Part
 
 #: The example estate's recorded REST responses (example_dags/estate served by Airflow 3.3),
 #: package data so that a first run needs nothing but the install.
@@ -100,41 +97,33 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
 
 
 def merge(args: argparse.Namespace) -> int:
-    """``merge``: the snapshots of several deployments as one estate, audited and printed."""
-    from airflow_provider_coremodels.core.merge import merge as merge_parts
+    """``merge``: the snapshots of several deployments as one estate, audited, printed and pushed."""
+    from airflow_provider_coremodels.export import open_sinks
+    from airflow_provider_coremodels.federation import Source, merge_and_push
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
-    parts = [_merge_part(given, args.stale_before) for given in args.snapshots]
-    estate = merge_parts(parts, now=args.now)
-    baseline = read_baseline(args.baseline) if args.baseline else None
-    result = run_audit(estate, baseline, waivers=waivers, now=args.now, tolerance=args.stale_tolerance)
-    document = build_document(estate, result, max_snapshot_bytes=args.max_snapshot_bytes)
-    emit(render(document, args))
-    return exit_code(document["findings"], args.fail_on)
-
-
-def _merge_part(given: str, stale_before: datetime.datetime | None) -> Part:
-    """``NAME=PATH`` or ``PATH`` (a document, or a file sink's directory) as a part of a merge."""
-    from airflow_provider_coremodels.core.freshness import parse_time
-    from airflow_provider_coremodels.core.merge import Part
-
-    name, separator, path = given.partition("=")
-    if not separator or "/" in name or not name:
-        name, path = "", given
-    if Path(path).is_dir():
-        path = str(Path(path) / LATEST)
-    estate = read_stored_estate(path)
-    deployment = name or estate.state.deployment
-    if not deployment:
-        raise UsageError(
-            f"snapshot {path} names no deployment (state.deployment): export it with --deployment NAME, "
-            "or give it as NAME=PATH"
+    _airflow_logs_to_stderr(args)
+    with _stdout_to_stderr():
+        sinks = open_sinks(
+            args.sink, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id
         )
-    captured = estate.state.captured_at
-    stale = None
-    if stale_before is not None and (captured is None or parse_time(captured) < stale_before):
-        stale = f"not captured since {stale_before.isoformat().replace('+00:00', 'Z')}"
-    return Part(deployment, estate, stale)
+        result = merge_and_push(
+            [Source.parse(given) for given in args.snapshots],
+            sinks,
+            stale_before=args.stale_before,
+            sink_conn_id=args.sink_conn_id,
+            waivers=waivers,
+            now=args.now,
+            stale_tolerance=args.stale_tolerance,
+            max_snapshot_bytes=args.max_snapshot_bytes,
+        )
+    emit(render(result.document, args))
+    if sinks:
+        if args.format != "table":
+            sys.stderr.write(result.summary_line() + "\n")
+        else:
+            emit("\n" + result.summary_line())
+    return exit_code(result.document["findings"], args.fail_on)
 
 
 def capture(args: argparse.Namespace) -> int:
@@ -289,7 +278,8 @@ def _airflow_logs_to_stderr(args: argparse.Namespace) -> None:
     ``airflow coremodels`` does this before every command; ``python -m`` only needs it when a
     command is about to use Airflow (a connection, or object storage).
     """
-    uses_airflow = not args.base_url  # a connection: --conn-id, or the default one
+    # a connection: --conn-id, or the default one (merge reads no REST API)
+    uses_airflow = hasattr(args, "conn_id") and not args.base_url
     if uses_airflow or getattr(args, "coremodels_conn_id", None) or getattr(args, "sink_conn_id", None):
         from airflow_provider_coremodels.cli.definition import logs_to_stderr
 

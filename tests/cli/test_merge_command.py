@@ -84,3 +84,33 @@ def test_both_front_doors_merge_alike(tmp_path: Path, etl: Path, bi: Path) -> No
     module, airflow = front_doors(tmp_path, "merge", str(etl), f"bi={bi}")
     assert (module.returncode, module.stdout) == (airflow.returncode, airflow.stdout)
     assert b"paused-producer" in module.stdout
+
+
+def test_merge_pushes_to_its_sinks_and_then_reports_unchanged(
+    capsys, tmp_path: Path, etl: Path, bi: Path
+) -> None:
+    out_dir = tmp_path / "merged"
+    code, out, _ = run(capsys, "merge", str(etl), f"bi={bi}", "--sink", str(out_dir))
+    assert code == 0
+    fingerprint = json.loads((out_dir / "latest.json").read_bytes())["fingerprint"]
+    assert out.rstrip().endswith(f"merge: 2 deployments, fingerprint {fingerprint}; {out_dir} (written)")
+    _, again, _ = run(capsys, "merge", str(etl), f"bi={bi}", "--sink", str(out_dir))
+    assert f"coverage and drift: evaluated against baseline {fingerprint}" in again
+    assert again.rstrip().endswith(f"{out_dir} (unchanged)")
+
+
+def test_a_deployment_that_never_stored_a_snapshot_is_said_not_dropped(
+    capsys, tmp_path: Path, etl: Path, bi: Path
+) -> None:
+    empty = tmp_path / "never-exported"
+    empty.mkdir()
+    code, out, _ = run(capsys, "merge", str(etl), f"bi={bi}", f"crm={empty}", "--format", "json")
+    assert code == 0
+    document = json.loads(out)
+    assert document["state"]["deployments"] == ["bi", "etl"]
+    record = {
+        "artifact": "snapshot",
+        "subject": "crm",
+        "message": f"deployment crm: no snapshot stored at {empty} yet",
+    }
+    assert record in document["lossiness"]

@@ -1,0 +1,179 @@
+"""Federation: many deployments' snapshots merged into one estate and pushed, as one job.
+
+Each deployment is exported on its own (a mapped task per deployment, or one ``export`` per
+deployment in CI) into a sink of its own; this reads each one's stored ``latest.json`` back,
+merges them (``core/merge.py``), audits the whole against the sinks' stored merged baseline, and
+pushes the merged document. A deployment whose export failed this time keeps its last good
+snapshot in the merge, named stale with its age; one that never stored a snapshot is a
+lossiness record. Neither drops anything from the estate nor wipes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_coremodels import defaults
+from airflow_provider_coremodels.core import Lossiness, audit, build_document, load_document
+from airflow_provider_coremodels.core.document import Document
+from airflow_provider_coremodels.core.freshness import format_time, parse_time
+from airflow_provider_coremodels.core.merge import Part, merge
+from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
+from airflow_provider_coremodels.export import baseline_of, open_sink
+from airflow_provider_coremodels.input_files import Unreadable, read_bounded
+from airflow_provider_coremodels.sinks import Sink, SinkResult
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one deployment's snapshot is read: a document, a file sink's directory, or any sink
+    URI that keeps a ``latest.json`` (object storage). ``name`` names the deployment where its
+    document does not."""
+
+    location: str
+    name: str | None = None
+
+    @classmethod
+    def parse(cls, given: str) -> Source:
+        """``NAME=LOCATION`` or ``LOCATION`` (a name holds no ``/``, ``:`` or ``=``)."""
+        name, separator, location = given.partition("=")
+        if separator and name and not any(c in name for c in "/:"):
+            return cls(location, name)
+        return cls(given)
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    document: Document
+    sinks: list[SinkResult]
+    deployments: list[str]
+    stale: list[str]
+
+    def summary(self) -> dict[str, Any]:
+        """A compact, JSON-safe summary: what the merge operator returns to XCom."""
+        findings: dict[str, int] = {}
+        for finding in self.document["findings"]:
+            if not finding.get("waived"):
+                findings[finding["severity"]] = findings.get(finding["severity"], 0) + 1
+        return {
+            "fingerprint": self.document["fingerprint"],
+            "deployments": self.deployments,
+            "stale": self.stale,
+            "facts": dict(self.document["state"]["facts"]),
+            "findings": dict(sorted(findings.items())),
+            "unchanged": bool(self.sinks) and all(r.unchanged for r in self.sinks),
+            "sinks": [r.as_dict() for r in self.sinks],
+        }
+
+    def summary_line(self) -> str:
+        sinks = ", ".join(f"{r.sink} ({'unchanged' if r.unchanged else 'written'})" for r in self.sinks)
+        stale = f" ({len(self.stale)} stale: {', '.join(self.stale)})" if self.stale else ""
+        return (
+            f"merge: {len(self.deployments)} deployments{stale}, fingerprint "
+            f"{self.document['fingerprint']}; {sinks or 'no sink'}"
+        )
+
+
+def read_parts(
+    sources: Sequence[Source],
+    *,
+    stale_before: datetime | None = None,
+    fresh: Collection[str] | None = None,
+    sink_conn_id: str | None = None,
+) -> tuple[list[Part], list[Lossiness]]:
+    """Each source's stored snapshot as a part of the merge, and what could not be read at all.
+
+    A part is stale (merged all the same, named with its age) when it was captured before
+    ``stale_before``, or when ``fresh`` (the deployments exported in this run) does not name it.
+    """
+    parts: list[Part] = []
+    missing: list[Lossiness] = []
+    for source in sources:
+        data = _stored(source, sink_conn_id)
+        if data is None:
+            who = source.name or source.location
+            missing.append(
+                Lossiness("snapshot", f"deployment {who}: no snapshot stored at {source.location} yet", who)
+            )
+            continue
+        try:
+            stored = load_document(data)
+        except SnapshotDocumentError as exc:
+            raise exc.with_source(source.location) from None
+        if stored.estate is None:
+            raise SnapshotDocumentError(
+                "was stored without datasets and lineage (it exceeded the snapshot cap): it cannot be merged",
+                source.location,
+            )
+        deployment = source.name or stored.state.deployment
+        if not deployment:
+            raise UsageError(
+                f"snapshot {source.location} names no deployment (state.deployment): export it with "
+                "--deployment NAME, or give it as NAME=PATH"
+            )
+        parts.append(
+            Part(
+                deployment,
+                stored.estate,
+                _why_stale(stored.state.captured_at, deployment, stale_before, fresh),
+            )
+        )
+    return parts, missing
+
+
+def _why_stale(
+    captured: str | None, deployment: str, stale_before: datetime | None, fresh: Collection[str] | None
+) -> str | None:
+    if fresh is not None and deployment not in fresh:
+        return "its export did not succeed in this run"
+    if stale_before is not None and (captured is None or parse_time(captured) < stale_before):
+        return f"not captured since {format_time(stale_before)}"
+    return None
+
+
+def _stored(source: Source, sink_conn_id: str | None) -> bytes | None:
+    """The stored document's bytes: a document file as it is, a sink's ``latest.json`` otherwise
+    (None when that sink has stored nothing yet)."""
+    location = source.location
+    if location.lower().startswith(("http://", "https://")):
+        raise UsageError(f"{location}: an HTTP endpoint keeps no snapshot to read back")
+    if "://" not in location and not Path(location).is_dir():
+        try:
+            return read_bounded(location, defaults.MAX_ARTIFACT_BYTES)
+        except Unreadable as exc:
+            raise SnapshotDocumentError(str(exc), location) from None
+    return open_sink(location, sink_conn_id=sink_conn_id).read_baseline()
+
+
+def merge_and_push(
+    sources: Sequence[Source],
+    sinks: Sequence[Sink],
+    *,
+    stale_before: datetime | None = None,
+    fresh: Collection[str] | None = None,
+    sink_conn_id: str | None = None,
+    waivers: Sequence[Waiver] = (),
+    now: datetime | None = None,
+    stale_tolerance: float | None = None,
+    max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
+) -> MergeResult:
+    """Read every deployment's snapshot, merge, audit against the sinks' merged baseline, push."""
+    parts, missing = read_parts(sources, stale_before=stale_before, fresh=fresh, sink_conn_id=sink_conn_id)
+    if not parts:
+        raise UsageError(
+            "no deployment has a snapshot to merge yet: " + "; ".join(r.message for r in missing)
+        )
+    estate = merge(parts, now=now)
+    if missing:
+        estate = dataclasses.replace(estate, lossiness=(*estate.lossiness, *missing))
+    baseline, estate, reason = baseline_of(sinks, estate)
+    result = audit(estate, baseline, no_baseline=reason, waivers=waivers, now=now, tolerance=stale_tolerance)
+    document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)
+    pushed = [sink.push(document) for sink in sinks]
+    stale = sorted(part.deployment for part in parts if part.stale)
+    return MergeResult(document, pushed, [part.deployment for part in parts], stale)
