@@ -53,6 +53,7 @@ class ExportResult:
         findings = Counter(f["severity"] for f in self.document["findings"] if not f.get("waived"))
         return {
             "fingerprint": self.document["fingerprint"],
+            "deployment": self.document["state"].get("deployment"),
             "facts": dict(self.document["state"]["facts"]),
             "findings": dict(sorted(findings.items())),
             "lineageEdgesSkipped": self.document["lineageEdgesSkipped"],

@@ -125,20 +125,27 @@ def fingerprint(datasets: list[dict[str, Any]], lineage: list[dict[str, Any]]) -
     return digest.hexdigest()[:16]
 
 
-def findings_digest(findings: list[dict[str, Any]]) -> str:
-    """First 16 hex digits of SHA-256 over the canonical JSON of the findings (waivers included).
+def findings_digest(findings: list[dict[str, Any]], lossiness: list[dict[str, Any]] | None = None) -> str:
+    """First 16 hex digits of SHA-256 over the canonical JSON of what the audit said: the findings
+    (waivers included) and which lossiness records there are (artifact and subject).
 
     Beside the fingerprint, what a sink compares to decide whether a document is new: an
-    unchanged estate whose findings changed (a waiver added or expired, an asset gone stale)
-    is stored again, so what is stored never shows findings that no longer hold. A freshness
-    finding counts by its verdict alone, not its detail: the detail says how old the asset is,
-    which grows at every run while it stays stale, and that alone is no new finding.
+    unchanged estate whose findings changed (a waiver added or expired, an asset gone stale), or
+    that gained or lost a record (a deployment of a merge gone stale, or back), is stored again,
+    so what is stored never says what no longer holds. A freshness finding counts by its
+    verdict, not its detail, and a record by what it is about, not its message: an age that
+    grows at every run while nothing else changes is no news.
     """
-    verdicts = [
-        {k: v for k, v in f.items() if k != "detail"} if f.get("section") == FRESHNESS else f
-        for f in findings
-    ]
-    return hashlib.sha256(canonical_json(verdicts)).hexdigest()[:16]
+    verdicts = [_verdict(f) if f.get("section") == FRESHNESS else f for f in findings]
+    about = sorted(
+        {
+            (str(r.get("artifact")), str(r.get("subject") or ""))
+            for r in lossiness or ()
+            if isinstance(r, dict)
+        }
+    )
+    said: Any = {"findings": verdicts, "lossiness": [list(pair) for pair in about]} if about else verdicts
+    return hashlib.sha256(canonical_json(said)).hexdigest()[:16]
 
 
 def _verdict(finding: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +154,8 @@ def _verdict(finding: dict[str, Any]) -> dict[str, Any]:
 
 def stored_version(document: Document) -> str:
     """``<fingerprint>-<findings digest>``: what identifies a stored document's content."""
-    return f"{document['fingerprint']}-{findings_digest(document.get('findings') or [])}"
+    digest = findings_digest(document.get("findings") or [], document.get("lossiness") or [])
+    return f"{document['fingerprint']}-{digest}"
 
 
 def encode(document: Document) -> bytes:

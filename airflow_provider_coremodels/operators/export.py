@@ -112,13 +112,7 @@ class CoreModelsExportOperator(BaseOperator):
 
     def _waivers(self) -> tuple[Waiver, ...]:
         """Read the waivers before anything is captured: a malformed file fails the task at once."""
-        if not self.waivers:
-            return ()
-        if isinstance(self.waivers, str):
-            from airflow_provider_coremodels.input_files import read_waivers
-
-            return read_waivers(self.waivers)
-        return waivers_from_value(self.waivers)
+        return operator_waivers(self.waivers)
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_coremodels.export import export, open_sinks
@@ -161,23 +155,44 @@ class CoreModelsExportOperator(BaseOperator):
 
         document = result.document
         self.log.info("%s", result.capture.line())
-        self.log.info("%s", summary_line(document))
-        if asset_model := asset_model_line(document):
-            self.log.info("%s", asset_model)
-        if freshness := freshness_line(document):
-            self.log.info("%s", freshness)
-        self.log.info("%s", findings_count_line(document["findings"]))
-        for finding in document["findings"]:
-            self.log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding))
-        for record in document["lossiness"]:
-            self.log.warning("lossiness: %s: %s", record["artifact"], printable(record["message"]))
+        log_document(self.log, document)
         self.log.info("%s", result.summary_line())
-
         summary = result.summary()
-        failing = failing_findings(document["findings"], self.fail_on)
-        if failing:
-            raise AirflowException(
-                f"{len(failing)} finding(s) at or above {self.fail_on}; the snapshot was pushed "
-                f"(fingerprint {summary['fingerprint']})"
-            )
+        fail_on_findings(document, self.fail_on)
         return summary
+
+
+def operator_waivers(value: str | Sequence[Mapping[str, Any]] | None) -> tuple[Waiver, ...]:
+    """An operator's ``waivers``: a waiver file's path, or the waivers themselves."""
+    if not value:
+        return ()
+    if isinstance(value, str):
+        from airflow_provider_coremodels.input_files import read_waivers
+
+        return read_waivers(value)
+    return waivers_from_value(value)
+
+
+def log_document(log: Any, document: dict[str, Any]) -> None:
+    """What a task log says of a document: the summary lines, then a line per finding and per
+    lossiness record, at a level that follows the finding's severity."""
+    log.info("%s", summary_line(document))
+    if asset_model := asset_model_line(document):
+        log.info("%s", asset_model)
+    if freshness := freshness_line(document):
+        log.info("%s", freshness)
+    log.info("%s", findings_count_line(document["findings"]))
+    for finding in document["findings"]:
+        log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding))
+    for record in document["lossiness"]:
+        log.warning("lossiness: %s: %s", record["artifact"], printable(record["message"]))
+
+
+def fail_on_findings(document: dict[str, Any], fail_on: str) -> None:
+    """Fail the task, after the push, when a finding at or above ``fail_on`` remains."""
+    failing = failing_findings(document["findings"], fail_on)
+    if failing:
+        raise AirflowException(
+            f"{len(failing)} finding(s) at or above {fail_on}; the snapshot was pushed "
+            f"(fingerprint {document['fingerprint']})"
+        )

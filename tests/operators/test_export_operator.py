@@ -69,6 +69,7 @@ def test_export_dag_logs_findings_and_returns_a_summary(runner_env, tmp_path: Pa
     document = json.loads((out / "latest.json").read_bytes())
     assert summary == {
         "fingerprint": document["fingerprint"],
+        "deployment": "airflow_api_default",
         "facts": {"dags": 6, "pausedDags": 2, "assets": 4, "tasks": 11},
         "findings": {"Info": 1, "Warning": SERVED_ESTATE.warnings},
         "lineageEdgesSkipped": 0,

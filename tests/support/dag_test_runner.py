@@ -2,7 +2,9 @@
 
 Run by ``tests/operators/test_export_operator.py`` in a subprocess, so the run gets its own
 Airflow home and database (the process that runs a DAG is not the deployment it exports).
-Prints two marker lines: ``STATE <dag run state> <task state>`` and ``XCOM <json>``.
+Prints two marker lines: ``STATE <dag run state> <task state>`` and ``XCOM <json>`` for the
+DAG's last task (the export, or a federation's merge), and a ``TASK <task_id> <map index>
+<state>`` line for every task instance.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ if __name__ == "__main__":
             wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
         )
     run = namespace["dag"].test()
-    [ti] = run.get_task_instances()
+    instances = run.get_task_instances()
+    for each in sorted(instances, key=lambda t: (t.task_id, t.map_index)):
+        print("TASK", each.task_id, each.map_index, each.state, flush=True)
+    last = namespace["dag"].leaves[-1].task_id
+    [ti] = [each for each in instances if each.task_id == last]
     print("STATE", run.state, ti.state, flush=True)
     print("XCOM", json.dumps(ti.xcom_pull(task_ids=ti.task_id)), flush=True)

@@ -1,0 +1,119 @@
+"""``CoreModelsMergeOperator``: merge the snapshots several export tasks stored, and push the whole.
+
+The last step of a federation: each deployment was exported (usually by one mapped
+``CoreModelsExportOperator`` per deployment) into a sink of its own; this reads them back,
+merges them into one estate joined on asset URIs, audits it and pushes it. Run it with
+``trigger_rule="all_done"``: a deployment whose export failed this time keeps its last good
+snapshot in the merge, named stale with its age in the task log and the document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_provider_coremodels import defaults
+from airflow_provider_coremodels.compat import AirflowException
+from airflow_provider_coremodels.core.rules import FAIL_ON
+from airflow_provider_coremodels.errors import CoreModelsError
+from airflow_provider_coremodels.operators.export import fail_on_findings, log_document, operator_waivers
+from airflow_provider_coremodels.redaction import SECRETS
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class CoreModelsMergeOperator(BaseOperator):
+    """Merge the deployments' stored snapshots at ``sources`` and push the merged one to ``sinks``.
+
+    :param sources: where each deployment's snapshot is stored: the sink URIs its export wrote to
+        (a directory, ``s3://bucket/prefix``, ...), or ``NAME=URI`` to name the deployment there.
+        A string is a comma-separated list (templated; an upstream task's output works too).
+    :param sinks: where to push the merged snapshot, as for the export operator (templated).
+    :param export_task_id: the (mapped) export task of this run: a deployment none of whose
+        export tasks succeeded is merged from its last good snapshot and named stale.
+    :param sink_conn_id: the connection object-storage sources and sinks use.
+    :param coremodels_conn_id: the ``coremodels`` connection whose password is the endpoint token.
+    :param fail_on: ``never``, ``info``, ``warning`` or ``error``, as for the export operator.
+    :param waivers: a waiver file's path or the waivers themselves, as for the export operator.
+    :param stale_tolerance: as for the export operator.
+    :param max_snapshot_bytes: the snapshot cap.
+    """
+
+    template_fields: Sequence[str] = (
+        "sources",
+        "sinks",
+        "sink_conn_id",
+        "coremodels_conn_id",
+        "fail_on",
+        "waivers",
+    )
+    ui_color = "#e8f1fb"
+
+    def __init__(
+        self,
+        *,
+        sources: str | Sequence[str],
+        sinks: str | Sequence[str],
+        export_task_id: str | None = None,
+        sink_conn_id: str | None = None,
+        coremodels_conn_id: str | None = None,
+        fail_on: str = "never",
+        waivers: str | Sequence[Mapping[str, Any]] | None = None,
+        stale_tolerance: float = defaults.STALE_TOLERANCE,
+        max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.sources = sources
+        self.sinks = sinks
+        self.export_task_id = export_task_id
+        self.sink_conn_id = sink_conn_id
+        self.coremodels_conn_id = coremodels_conn_id
+        self.fail_on = fail_on
+        self.waivers = waivers
+        self.stale_tolerance = stale_tolerance
+        self.max_snapshot_bytes = max_snapshot_bytes
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from airflow_provider_coremodels.export import open_sinks
+        from airflow_provider_coremodels.federation import Source, merge_and_push
+
+        if self.fail_on not in FAIL_ON:
+            raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
+        try:
+            sinks = open_sinks(
+                _listed(self.sinks),
+                sink_conn_id=self.sink_conn_id,
+                coremodels_conn_id=self.coremodels_conn_id,
+            )
+            result = merge_and_push(
+                [Source.parse(source) for source in _listed(self.sources)],
+                sinks,
+                fresh=self._exported(context),
+                sink_conn_id=self.sink_conn_id,
+                waivers=operator_waivers(self.waivers),
+                stale_tolerance=self.stale_tolerance,
+                max_snapshot_bytes=self.max_snapshot_bytes,
+            )
+        except CoreModelsError as exc:
+            raise AirflowException(SECRETS.scrub(str(exc))) from exc
+        log_document(self.log, result.document)
+        self.log.info("%s", result.summary_line())
+        fail_on_findings(result.document, self.fail_on)
+        return result.summary()
+
+    def _exported(self, context: Context) -> set[str] | None:
+        """The deployments whose export succeeded in this run: those that returned a summary."""
+        if not self.export_task_id:
+            return None
+        pulled = context["ti"].xcom_pull(task_ids=self.export_task_id)
+        summaries = [pulled] if isinstance(pulled, dict) else list(pulled or ())
+        return {s["deployment"] for s in summaries if isinstance(s, dict) and s.get("deployment")}
+
+
+def _listed(value: str | Sequence[str]) -> list[str]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [item.strip() for item in items if item and item.strip()]
