@@ -74,12 +74,14 @@ class LineageGraph:
 
     ``via`` says how an edge was learned where it was not a plain producing task or schedule
     (an alias, an ``Asset.ref``, a task inlet): the drawings dash such edges and label them.
+    ``crossing`` holds a merged estate's edges whose asset joins deployments: drawn thick.
     """
 
     nodes: tuple[Node, ...]
     edges: tuple[tuple[str, str], ...]
     hidden_dags: tuple[str, ...] = ()  # described DAGs with no asset lineage, not drawn
     via: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    crossing: frozenset[tuple[str, str]] = frozenset()
     _index: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -120,6 +122,7 @@ class LineageGraph:
         externals: dict[str, Node] = {}
         edges: set[tuple[str, str]] = set()
         vias: dict[tuple[str, str], str] = {}
+        crossing: set[tuple[str, str]] = set()
         for edge in document["lineage"]:
             sides = _edge_sides(edge, assets, described)
             if sides is None:
@@ -132,12 +135,14 @@ class LineageGraph:
             edges.add(pair)
             if edge.get("via"):
                 vias[pair] = str(edge["via"])
+            if edge.get("crossDeployment") is True:
+                crossing.add(pair)
 
         linked = {key for edge in edges for key in edge}
         nodes = [n for n in described.values() if n.key in linked]
         nodes += [*externals.values(), *assets.values()]
         hidden = sorted(dag_id for dag_id, n in described.items() if n.key not in linked)
-        return cls(_sorted(nodes), tuple(sorted(edges)), tuple(hidden), vias)
+        return cls(_sorted(nodes), tuple(sorted(edges)), tuple(hidden), vias, frozenset(crossing))
 
     def neighbourhood(self, center: str, depth: int = 2) -> LineageGraph:
         """What lies within ``depth`` edges of the DAG or asset ``center``, in either direction.
@@ -168,7 +173,12 @@ class LineageGraph:
                     queue.append(other)
         nodes = tuple(n for n in self.nodes if n.key in distance)
         edges = tuple(e for e in self.edges if e[0] in distance and e[1] in distance)
-        return LineageGraph(nodes, edges, via={e: self.via[e] for e in edges if e in self.via})
+        return LineageGraph(
+            nodes,
+            edges,
+            via={e: self.via[e] for e in edges if e in self.via},
+            crossing=frozenset(e for e in edges if e in self.crossing),
+        )
 
     def summary(self) -> str:
         counts: dict[str, int] = defaultdict(int)
@@ -180,6 +190,8 @@ class LineageGraph:
             _plural(counts["asset"], "asset"),
             _plural(len(self.edges), "edge"),
         ]
+        if self.crossing:
+            parts[-1] += f" ({len(self.crossing)} across deployments)"
         line = ", ".join(parts)
         if self.hidden_dags:
             line += f"; {_plural(len(self.hidden_dags), 'DAG')} without asset lineage not shown"
@@ -261,7 +273,8 @@ def to_mermaid(graph: LineageGraph) -> str:
         lines.append(f"  {ids[node.key]}{shape}")
     for source, target in graph.edges:
         via = graph.via.get((source, target))
-        arrow = f"-.->|{_mermaid_text(via).replace('|', '#124;')}|" if via else "-->"
+        line = "==>" if (source, target) in graph.crossing else ("-.->" if via else "-->")
+        arrow = f"{line}|{_mermaid_text(via).replace('|', '#124;')}|" if via else line
         lines.append(f"  {ids[source]} {arrow} {ids[target]}")
     lines.extend(f"  {line}" for line in _MERMAID_CLASSES)
     for cls, members in _classes(graph).items():
@@ -335,7 +348,10 @@ def to_dot(graph: LineageGraph) -> str:
         lines.append(f"  {_dot_string(node.key)} [{rendered}];")
     for source, target in graph.edges:
         via = graph.via.get((source, target))
-        edge_attrs = f" [style=dashed, label={_dot_string(via)}]" if via else ""
+        style = [f"style=dashed, label={_dot_string(via)}"] if via else []
+        if (source, target) in graph.crossing:
+            style.append('penwidth=2.5, color="#8250df"')
+        edge_attrs = f" [{', '.join(style)}]" if style else ""
         lines.append(f"  {_dot_string(source)} -> {_dot_string(target)}{edge_attrs};")
     lines.append("}")
     return "\n".join(lines)
@@ -361,6 +377,7 @@ _SVG_STYLE = """
 .coremodels-lineage text { font: 12px system-ui, -apple-system, "Segoe UI", sans-serif; fill: #1f2328; }
 .coremodels-lineage .edge { fill: none; stroke: #8c959f; stroke-width: 1.4; }
 .coremodels-lineage .edge.via { stroke-dasharray: 5 3; }
+.coremodels-lineage .edge.cross { stroke: #8250df; stroke-width: 2.5; }
 .coremodels-lineage .node rect { stroke-width: 1.5; }
 .coremodels-lineage .dag rect { fill: #e8f1fb; stroke: #1f6feb; }
 .coremodels-lineage .asset rect { fill: #eaf6ec; stroke: #2da44e; }
@@ -481,10 +498,11 @@ def to_svg(graph: LineageGraph) -> str:
             f'd="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} '
             f'{x2:.1f},{y2:.1f}" marker-end="url(#coremodels-arrow)"'
         )
+        kind = "edge" + (" via" if via else "") + (" cross" if (source, target) in graph.crossing else "")
         if via:
-            out.append(f'<path class="edge via" {path}><title>{escape(printable(via))}</title></path>')
+            out.append(f'<path class="{kind}" {path}><title>{escape(printable(via))}</title></path>')
         else:
-            out.append(f'<path class="edge" {path}/>')
+            out.append(f'<path class="{kind}" {path}/>')
     for node in graph.nodes:
         box = boxes[node.key]
         classes = ["node", node.kind]

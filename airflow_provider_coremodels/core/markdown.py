@@ -19,6 +19,7 @@ from airflow_provider_coremodels.core.render import (
     as_sentence,
     asset_model_line,
     baseline_sentence,
+    deployments_line,
     freshness_line,
     severity_counts,
 )
@@ -136,7 +137,7 @@ def _summary(document: Mapping[str, Any]) -> str:
     source.append(f"fingerprint {_code(document.get('fingerprint') or 'none')}")
     extra = "".join(
         f"  \n{_text(as_sentence(said))}"
-        for said in (asset_model_line(document), freshness_line(document))
+        for said in (deployments_line(document), asset_model_line(document), freshness_line(document))
         if said
     )
     return f"{line}  \n{', '.join(source)}{extra}"

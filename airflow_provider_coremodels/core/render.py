@@ -77,6 +77,23 @@ def baseline_sentence(baseline: Any) -> str:
     return printable(f"coverage and drift: not evaluated ({baseline.get('reason') or 'no baseline given'})")
 
 
+def deployments_line(document: Mapping[str, Any]) -> str | None:
+    """A merged document's deployments, and which of them stand in with an old snapshot; None
+    for one deployment's document."""
+    state = document.get("state")
+    names = state.get("deployments") if isinstance(state, Mapping) else None
+    if not isinstance(names, list) or not names:
+        return None
+    records = document.get("lossiness")
+    stale = sorted(
+        str(r["subject"])
+        for r in (records if isinstance(records, list) else [])
+        if isinstance(r, Mapping) and r.get("artifact") == "snapshot" and r.get("subject") in names
+    )
+    line = f"deployments: {len(names)} merged ({', '.join(str(n) for n in names)})"
+    return printable(line + (f"; stale: {', '.join(stale)}" if stale else ""))
+
+
 def freshness_line(document: Mapping[str, Any]) -> str | None:
     """How the freshness rules judged (the document's ``freshness`` part): when, how strictly, how
     many assets were stale or had failing producers, and what could not be judged and why. None
@@ -168,7 +185,7 @@ def render_table(document: dict[str, Any]) -> str:
     )
     lines = [
         summary_line(document),
-        *filter(None, [asset_model_line(document)]),
+        *filter(None, [deployments_line(document), asset_model_line(document)]),
         baseline_sentence(document.get("baseline")),
         *filter(None, [freshness_line(document)]),
         findings_count_line(findings),

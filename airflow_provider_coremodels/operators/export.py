@@ -17,6 +17,7 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.render import (
     asset_model_line,
+    deployments_line,
     finding_line,
     findings_count_line,
     freshness_line,
@@ -177,6 +178,8 @@ def log_document(log: Any, document: dict[str, Any]) -> None:
     """What a task log says of a document: the summary lines, then a line per finding and per
     lossiness record, at a level that follows the finding's severity."""
     log.info("%s", summary_line(document))
+    if deployments := deployments_line(document):
+        log.info("%s", deployments)
     if asset_model := asset_model_line(document):
         log.info("%s", asset_model)
     if freshness := freshness_line(document):

@@ -28,6 +28,7 @@ from airflow_provider_coremodels.core.render import (
     as_sentence,
     asset_model_line,
     baseline_sentence,
+    deployments_line,
     freshness_line,
     severity_breakdown,
     severity_counts,
@@ -89,6 +90,7 @@ def render_snapshot_page(
         ],
         baseline=as_sentence(baseline_sentence(document.get("baseline"))),
         asset_model=_asset_model(document),
+        deployments=_sentence(deployments_line(document)),
         freshness=_freshness(document),
         findings=findings,
         open_count=len(open_findings),
@@ -140,6 +142,10 @@ def _finding(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def _asset_model(document: Mapping[str, Any]) -> str | None:
     line = asset_model_line(document)
+    return as_sentence(line) if line else None
+
+
+def _sentence(line: str | None) -> str | None:
     return as_sentence(line) if line else None
 
 

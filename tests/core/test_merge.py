@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -161,3 +162,31 @@ def test_freshness_facts_merge_with_their_dags_renamed() -> None:
 def test_names_that_cannot_tell_deployments_apart_are_refused(names: list[str], says: str) -> None:
     with pytest.raises(UsageError, match=says):
         merge([part(name, [dag("x")], []) for name in names])
+
+
+def test_the_views_show_the_deployments_and_the_edges_between_them(two) -> None:
+    from airflow_provider_coremodels.core.lineage import LineageGraph, to_dot, to_mermaid, to_svg
+    from airflow_provider_coremodels.core.markdown import render_markdown
+    from airflow_provider_coremodels.core.render import render_table
+
+    old = dataclasses.replace(two[0], stale="its export did not succeed in this run")
+    merged = merge([old, two[1]])
+    document = build_document(merged, audit(merged))
+    line = "deployments: 2 merged (analytics, etl); stale: etl"
+    assert line in render_table(document).splitlines()
+    assert "Deployments: 2 merged (analytics, etl); stale: etl." in render_markdown(document)
+    graph = LineageGraph.from_document(document)
+    assert graph.summary().endswith("2 edges (2 across deployments)")
+    assert "==>" in to_mermaid(graph) and "-->" not in to_mermaid(graph)
+    assert to_dot(graph).count('penwidth=2.5, color="#8250df"') == 2
+    assert to_svg(graph).count('class="edge cross"') == 2
+    around = graph.neighbourhood("analytics/daily_revenue", 2)  # --around works across deployments
+    assert {node.id for node in around.nodes} == {"analytics/daily_revenue", ORDERS, "etl/load_orders"}
+
+
+def test_one_deployments_document_says_nothing_of_deployments() -> None:
+    from airflow_provider_coremodels.core.render import render_table
+
+    single = part("etl", [dag("a")], [producer("a")])
+    document = build_document(single.estate, audit(single.estate))
+    assert not any(line.startswith("deployments:") for line in render_table(document).splitlines())
