@@ -60,6 +60,7 @@ bench-smoke: install
 	$(PY) benchmarks/bench_offline.py --sizes S --repeat 1 --no-memory
 	$(PY) benchmarks/bench_capture.py --size S --concurrency 16 --repeat 1
 	$(PY) benchmarks/bench_views.py --sizes S --repeat 1
+	$(PY) benchmarks/bench_merge.py --deployments 3 --dags 100 --repeat 1
 
 clean:
 	rm -rf $(VENV) $(VENV_OLDEST) coremodels-out .pytest_cache .ruff_cache .mypy_cache .hypothesis
