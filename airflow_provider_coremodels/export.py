@@ -50,12 +50,11 @@ class ExportResult:
 
     def summary(self) -> dict[str, Any]:
         """A compact, JSON-safe summary: what the operator returns to XCom."""
-        findings = Counter(f["severity"] for f in self.document["findings"] if not f.get("waived"))
         return {
             "fingerprint": self.document["fingerprint"],
             "deployment": self.document["state"].get("deployment"),
             "facts": dict(self.document["state"]["facts"]),
-            "findings": dict(sorted(findings.items())),
+            "findings": open_by_severity(self.document),
             "lineageEdgesSkipped": self.document["lineageEdgesSkipped"],
             "snapshotStored": self.document["snapshotStored"],
             "unchanged": self.unchanged,
@@ -64,10 +63,7 @@ class ExportResult:
         }
 
     def summary_line(self) -> str:
-        sinks = (
-            ", ".join(f"{r.sink} ({'unchanged' if r.unchanged else 'written'})" for r in self.sinks)
-            or "no sink"
-        )
+        sinks = sinks_said(self.sinks)
         if self.unchanged:
             state = "unchanged"
         elif self.findings_changed:
@@ -75,6 +71,17 @@ class ExportResult:
         else:
             state = "changed"
         return f"export: fingerprint {self.document['fingerprint']} {state}; {sinks}"
+
+
+def open_by_severity(document: Document) -> dict[str, int]:
+    """How many open (unwaived) findings a document has, by severity: what XCom summaries say."""
+    counts = Counter(f["severity"] for f in document["findings"] if not f.get("waived"))
+    return dict(sorted(counts.items()))
+
+
+def sinks_said(results: Sequence[SinkResult]) -> str:
+    """``<sink> (written), <sink> (unchanged)``, or ``no sink``: the end of a summary line."""
+    return ", ".join(f"{r.sink} ({'unchanged' if r.unchanged else 'written'})" for r in results) or "no sink"
 
 
 def open_sinks(

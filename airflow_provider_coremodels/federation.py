@@ -24,7 +24,7 @@ from airflow_provider_coremodels.core.freshness import format_time, parse_time
 from airflow_provider_coremodels.core.merge import Part, merge
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
-from airflow_provider_coremodels.export import baseline_of, open_sink
+from airflow_provider_coremodels.export import baseline_of, open_by_severity, open_sink, sinks_said
 from airflow_provider_coremodels.input_files import Unreadable, read_bounded
 from airflow_provider_coremodels.sinks import Sink, SinkResult
 
@@ -56,26 +56,21 @@ class MergeResult:
 
     def summary(self) -> dict[str, Any]:
         """A compact, JSON-safe summary: what the merge operator returns to XCom."""
-        findings: dict[str, int] = {}
-        for finding in self.document["findings"]:
-            if not finding.get("waived"):
-                findings[finding["severity"]] = findings.get(finding["severity"], 0) + 1
         return {
             "fingerprint": self.document["fingerprint"],
             "deployments": self.deployments,
             "stale": self.stale,
             "facts": dict(self.document["state"]["facts"]),
-            "findings": dict(sorted(findings.items())),
+            "findings": open_by_severity(self.document),
             "unchanged": bool(self.sinks) and all(r.unchanged for r in self.sinks),
             "sinks": [r.as_dict() for r in self.sinks],
         }
 
     def summary_line(self) -> str:
-        sinks = ", ".join(f"{r.sink} ({'unchanged' if r.unchanged else 'written'})" for r in self.sinks)
         stale = f" ({len(self.stale)} stale: {', '.join(self.stale)})" if self.stale else ""
         return (
             f"merge: {len(self.deployments)} deployments{stale}, fingerprint "
-            f"{self.document['fingerprint']}; {sinks or 'no sink'}"
+            f"{self.document['fingerprint']}; {sinks_said(self.sinks)}"
         )
 
 

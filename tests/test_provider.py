@@ -79,7 +79,14 @@ def test_cli_commands_build_for_airflow() -> None:
 
     [group] = get_coremodels_cli_commands()
     assert group.name == "coremodels"
-    assert [c.name for c in group.subcommands] == ["audit", "lineage", "merge", "capture", "export", "generate"]
+    assert [c.name for c in group.subcommands] == [
+        "audit",
+        "lineage",
+        "merge",
+        "capture",
+        "export",
+        "generate",
+    ]
 
 
 @pytest.mark.airflow_server

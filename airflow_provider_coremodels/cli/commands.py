@@ -119,10 +119,7 @@ def merge(args: argparse.Namespace) -> int:
         )
     emit(render(result.document, args))
     if sinks:
-        if args.format != "table":
-            sys.stderr.write(result.summary_line() + "\n")
-        else:
-            emit("\n" + result.summary_line())
+        say_summary(result.summary_line(), args)
     return exit_code(result.document["findings"], args.fail_on)
 
 
@@ -194,12 +191,16 @@ def export(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     emit(render(result.document, args))
-    summary = f"{result.capture.line()}\n{result.summary_line()}"
-    if args.format != "table":  # stdout is the document, the SARIF or the report alone
+    say_summary(f"{result.capture.line()}\n{result.summary_line()}", args)
+    return exit_code(result.document["findings"], args.fail_on)
+
+
+def say_summary(summary: str, args: argparse.Namespace) -> None:
+    """After a table, on stdout; after a document, SARIF or report, on stderr (stdout is theirs alone)."""
+    if args.format != "table":
         sys.stderr.write(summary + "\n")
     else:
         emit("\n" + summary)
-    return exit_code(result.document["findings"], args.fail_on)
 
 
 def api_source(args: argparse.Namespace) -> ApiSource:

@@ -3,46 +3,28 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import dag_test_runner
-from support.airflow_server import migrated_home
-from support.helpers import AIRFLOW_VERSION, REPO, SERVED_ESTATE
+from support.dag_runs import api_connection, dag_home, run_dag
+from support.helpers import AIRFLOW_VERSION, SERVED_ESTATE
 
 pytestmark = pytest.mark.airflow_server
 
-RUNNER = Path(dag_test_runner.__file__)
 CANARY = "canary-S3cr3t-pw-2f9c"
 
 
 @pytest.fixture(scope="module")
 def runner_env(tmp_path_factory, airflow_server):
     """A separate Airflow home (migrated SQLite) whose DAG folder holds only the export DAG."""
-    home = tmp_path_factory.mktemp("runner")
-    dags = home / "dags"
-    dags.mkdir()
-    shutil.copy(REPO / "example_dags" / "coremodels_export.py", dags)
-    env = migrated_home(home, dags)
-    connection = {
-        "conn_type": "airflow_api",
-        "host": airflow_server.base_url,
-        "login": airflow_server.username,
-        "password": airflow_server.password,
-    }
-    env["AIRFLOW_CONN_AIRFLOW_API_DEFAULT"] = json.dumps(connection)
+    env = dag_home(tmp_path_factory, "coremodels_export.py")
+    env["AIRFLOW_CONN_AIRFLOW_API_DEFAULT"] = api_connection(airflow_server)
     return env
 
 
 def dag_test(env: dict[str, str], sinks: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    env = {**env, "AIRFLOW_VAR_COREMODELS_SINKS": sinks, **extra_env}
-    dag_file = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "coremodels_export.py"
-    return subprocess.run(
-        [sys.executable, str(RUNNER), str(dag_file)], env=env, capture_output=True, text=True, timeout=300
-    )
+    return run_dag({**env, "AIRFLOW_VAR_COREMODELS_SINKS": sinks, **extra_env}, "coremodels_export.py", 300)
 
 
 def marker(output: str, name: str) -> str:

@@ -9,14 +9,12 @@ the merge. Then "bi" goes down, and the next run keeps its last snapshot, named 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from support import dag_test_runner
-from support.airflow_server import AirflowApiServer, migrated_home
+from support.airflow_server import AirflowApiServer
+from support.dag_runs import api_connection, dag_home, run_dag
 from support.helpers import REPO
 
 pytestmark = pytest.mark.airflow_server
@@ -39,28 +37,14 @@ def bi():
     server.stop()  # a test may have stopped it already: stop() is safe twice
 
 
-def connection(server: AirflowApiServer) -> str:
-    return json.dumps(
-        {
-            "conn_type": "airflow_api",
-            "host": server.base_url,
-            "login": server.username,
-            "password": server.password,
-        }
-    )
-
-
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory, etl, bi) -> tuple[dict[str, str], Path]:
     """An Airflow home whose DAG folder holds only the federation DAG; the root and sinks it uses."""
-    home = tmp_path_factory.mktemp("federation")
-    dags = home / "dags"
-    dags.mkdir()
-    shutil.copy(REPO / "example_dags" / "coremodels_federation.py", dags)
-    env = migrated_home(home, dags)
+    env = dag_home(tmp_path_factory, "coremodels_federation.py")
+    home = Path(env["AIRFLOW_HOME"])
     env.update(
-        AIRFLOW_CONN_ETL=connection(etl),
-        AIRFLOW_CONN_BI=connection(bi),
+        AIRFLOW_CONN_ETL=api_connection(etl),
+        AIRFLOW_CONN_BI=api_connection(bi),
         AIRFLOW_VAR_COREMODELS_DEPLOYMENTS="etl,bi",
         AIRFLOW_VAR_COREMODELS_FEDERATION_ROOT=str(home / "root"),
         AIRFLOW_VAR_COREMODELS_SINKS=str(home / "merged"),
@@ -69,11 +53,7 @@ def runner(tmp_path_factory, etl, bi) -> tuple[dict[str, str], Path]:
 
 
 def run_federation(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    dag_file = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "coremodels_federation.py"
-    return subprocess.run(
-        [sys.executable, str(dag_test_runner.__file__), str(dag_file)],
-        env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    return run_dag(env, "coremodels_federation.py")
 
 
 def test_the_merged_estate_joins_the_deployments_on_their_asset(runner) -> None:

@@ -11,16 +11,13 @@ latest.json, the markdown report and the UI page, while the fingerprint stays th
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 import requests
-from support import dag_test_runner
-from support.airflow_server import AirflowApiServer, migrated_home
+from support.airflow_server import AirflowApiServer
+from support.dag_runs import api_connection, dag_home, run_dag
 from support.helpers import REPO, UI_PAGE
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
@@ -115,24 +112,13 @@ def test_a_fixed_now_in_the_future_judges_every_asset_by_it(server) -> None:
 @pytest.fixture(scope="module")
 def runner_env(tmp_path_factory, server):
     """A separate Airflow home whose DAG folder holds only the export DAG, reading ``server``."""
-    home = tmp_path_factory.mktemp("runner")
-    dags = home / "dags"
-    dags.mkdir()
-    shutil.copy(REPO / "example_dags" / "coremodels_export.py", dags)
-    env = migrated_home(home, dags)
-    connection = {"conn_type": "airflow_api", "host": server.base_url, "login": server.username,
-                  "password": server.password}  # fmt: skip
-    env["AIRFLOW_CONN_AIRFLOW_API_DEFAULT"] = json.dumps(connection)
+    env = dag_home(tmp_path_factory, "coremodels_export.py")
+    env["AIRFLOW_CONN_AIRFLOW_API_DEFAULT"] = api_connection(server)
     return env
 
 
 def export_dag(env: dict[str, str], sink: Path) -> str:
-    env = {**env, "AIRFLOW_VAR_COREMODELS_SINKS": str(sink)}
-    dag_file = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / "coremodels_export.py"
-    run = subprocess.run(
-        [sys.executable, str(dag_test_runner.__file__), str(dag_file)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    run = run_dag({**env, "AIRFLOW_VAR_COREMODELS_SINKS": str(sink)}, "coremodels_export.py", 300)
     assert "STATE success success" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
     return run.stdout + run.stderr
 
