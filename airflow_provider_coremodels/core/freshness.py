@@ -394,11 +394,8 @@ def _tag_tolerance(tags: Iterable[str]) -> float | None:
     """The tolerance a ``coremodels:stale-tolerance=N`` tag sets; a malformed one is ignored."""
     for tag in tags:
         if tag.startswith(TOLERANCE_TAG):
-            try:
-                value = float(tag[len(TOLERANCE_TAG) :])
-            except ValueError:
-                continue
-            if math.isfinite(value) and value > 0:
+            value = positive_number(_number_or_none(tag[len(TOLERANCE_TAG) :]))
+            if value is not None:
                 return value
     return None
 

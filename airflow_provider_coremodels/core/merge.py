@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -205,12 +205,3 @@ def _merged_freshness(parts: Sequence[Part]) -> Freshness:
         next_run_after=next_runs,
         partitioned=frozenset(partitioned),
     )
-
-
-def deployments_of(datasets: Iterable[Dataset]) -> Mapping[str, str]:
-    """dag identity -> deployment, for a merged estate's DAGs (empty for one deployment's)."""
-    return {
-        d.identity: d.metadata[DEPLOYMENT_KEY]
-        for d in datasets
-        if d.materialization == DAG and DEPLOYMENT_KEY in d.metadata
-    }

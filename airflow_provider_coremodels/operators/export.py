@@ -6,7 +6,6 @@ Findings are logged one per line in the task log; the XCom is a compact JSON-saf
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.compat import AirflowException
+from airflow_provider_coremodels.core.freshness import positive_number
 from airflow_provider_coremodels.core.render import (
     asset_model_line,
     deployments_line,
@@ -120,12 +120,7 @@ class CoreModelsExportOperator(BaseOperator):
 
         if self.fail_on not in FAIL_ON:
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
-        tolerance = self.stale_tolerance
-        if (
-            isinstance(tolerance, bool)
-            or not isinstance(tolerance, (int, float))
-            or not 0 < tolerance < math.inf
-        ):
+        if positive_number(self.stale_tolerance) is None:
             raise AirflowException(f"stale_tolerance must be a positive number, got {self.stale_tolerance!r}")
         uris = self.sinks.split(",") if isinstance(self.sinks, str) else list(self.sinks)
         uris = [uri.strip() for uri in uris if uri.strip()]
