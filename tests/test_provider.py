@@ -55,7 +55,8 @@ def test_airflow_reads_the_page_option_from_its_environment_variable(monkeypatch
 
 def test_provider_info_and_cli_definition_import_nothing_heavy() -> None:
     """Airflow imports these on every CLI start: of the core they may load only the finding catalogue
-    (the --fail-on choices) and the model it is made of, never the parse, the audit, requests or pydantic."""
+    (the --fail-on choices) and what a finding is, never the model, the parse, the audit, requests,
+    pydantic or msgspec."""
     code = (
         "import sys\n"
         "import airflow_provider_coremodels.get_provider_info\n"
@@ -68,7 +69,7 @@ def test_provider_info_and_cli_definition_import_nothing_heavy() -> None:
     core = {m for m in loaded if m.startswith("airflow_provider_coremodels.core")}
     assert core <= {
         "airflow_provider_coremodels.core",
-        "airflow_provider_coremodels.core.model",
+        "airflow_provider_coremodels.core.findings",
         "airflow_provider_coremodels.core.rules",
     }
     assert not loaded & {"requests", "pydantic", "airflow", "msgspec", "yaml"}

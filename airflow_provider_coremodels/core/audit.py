@@ -70,14 +70,17 @@ def audit(
     as a stored document was judged, else the capture time and 2), so a re-audit gives the same
     answer.
     """
-    findings = list(conformance(estate))
+    dags = {d.identity: d for d in estate.datasets if d.materialization == DAG}
+    sides = lineage_sides(estate)
+    alternatives = alternative_inputs(estate)
+    findings = list(conformance(estate, dags, sides, alternatives))
     fresh, freshness_status = judge(
         estate,
-        lineage_sides(estate),
-        {d.identity: d for d in estate.datasets if d.materialization == DAG},
+        sides,
+        dags,
         now=now or (None if estate.freshness.judged_at else capture_time(estate)),
         tolerance=tolerance,
-        note=functools.partial(_alternative_note, alternatives=alternative_inputs(estate)),
+        note=functools.partial(_alternative_note, alternatives=alternatives),
     )
     findings.extend(fresh)
     if baseline is None:
@@ -128,8 +131,14 @@ class Sides:
         return {edge.dag_id for edge in self.consumers}
 
 
-def conformance(estate: Estate) -> Iterator[Finding]:
-    dags = {d.identity: d for d in estate.datasets if d.materialization == DAG}
+def conformance(
+    estate: Estate,
+    dags: Mapping[str, Dataset],
+    sides: Mapping[str, Sides],
+    alternatives: Mapping[str, set[str]],
+) -> Iterator[Finding]:
+    """The conformance rules; ``dags``, ``sides`` and ``alternatives`` are the estate's DAGs by id,
+    ``lineage_sides`` and ``alternative_inputs``, worked out once for every rule."""
     examples = sorted(dag_id for dag_id, dag in dags.items() if is_airflow_example(dag))
     for dag_id, dag in dags.items():
         if dag_id in examples:
@@ -140,8 +149,6 @@ def conformance(estate: Estate) -> Iterator[Finding]:
             yield finding
     if examples:
         yield examples_loaded(examples)
-    sides = lineage_sides(estate)
-    alternatives = alternative_inputs(estate)
     for asset in estate.datasets:
         if asset.materialization != ASSET:
             continue

@@ -20,6 +20,7 @@ What each Airflow version tells:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -118,9 +119,15 @@ def timestamp(value: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return format_time(parse_time(value))
+        when = parse_time(value)
     except ValueError:
         return None
+    # Most times already are in that form (every one a stored document holds): kept as they are,
+    # once known to be real times, rather than written again.
+    return value if _DOCUMENT_TIME.fullmatch(value) else format_time(when)
+
+
+_DOCUMENT_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 def parse_time(value: str) -> datetime:
@@ -183,11 +190,8 @@ def read_freshness_json(raw: Any) -> Freshness:
     def times(value: Any, *, nullable: bool = False) -> dict[str, Any]:
         if not isinstance(value, dict):
             return {}
-        return {
-            k: timestamp(v)
-            for k, v in value.items()
-            if isinstance(k, str) and (timestamp(v) is not None or (nullable and v is None))
-        }
+        read = ((k, v, timestamp(v)) for k, v in value.items() if isinstance(k, str))
+        return {k: when for k, v, when in read if when is not None or (nullable and v is None)}
 
     updates = raw.get("assetUpdates")
     failed = raw.get("failedLatestRun")

@@ -1,7 +1,8 @@
 """The neutral estate model: datasets with fields, lineage edges, findings and lossiness.
 
-Frozen, slotted dataclasses rather than pydantic models: an estate of 10,000 DAGs holds
-hundreds of thousands of fields, and these are built on the hot path of every audit.
+Frozen, slotted dataclasses (and a msgspec struct for the most numerous, the field) rather than
+pydantic models: an estate of 10,000 DAGs holds hundreds of thousands of fields, and these are
+built on the hot path of every audit.
 Python names are snake_case; the snapshot document (``document.py``) spells them in camelCase.
 """
 
@@ -9,8 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Literal
+from typing import Annotated, Literal
+
+import msgspec
+
+from airflow_provider_coremodels.core.findings import Finding as Finding
+from airflow_provider_coremodels.core.findings import Severity as Severity
+from airflow_provider_coremodels.core.findings import Waived as Waived
 
 Materialization = Literal["dag", "asset"]
 
@@ -18,7 +24,10 @@ DAG: Materialization = "dag"
 ASSET: Materialization = "asset"
 
 # Every Airflow "native type" is an operator class name: carried as a String, flagged approximate.
-FIELD_TYPE = "String"
+FIELD_TYPE: Literal["String"] = "String"
+
+#: A non-empty string, where a document is decoded straight into the model.
+NonEmptyText = Annotated[str, msgspec.Meta(min_length=1)]
 
 CAPABILITIES = ("import", "audit")
 CONNECTOR = "airflow"
@@ -27,22 +36,22 @@ SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = (1, 2)
 
 
-class Severity(str, Enum):
-    """Finding severities; their order and the ``--fail-on`` thresholds live in ``rules.py``."""
+class Field(msgspec.Struct, frozen=True, kw_only=True, rename="camel", gc=False):
+    """A task, as a field of its DAG's dataset.
 
-    INFO = "Info"
-    WARNING = "Warning"
-    ERROR = "Error"
+    A msgspec struct rather than a dataclass, and spelled as the snapshot document spells a field
+    (``type`` and ``approximate`` are the document's constants): an estate holds a field per task,
+    millions when deployments are merged, and as a struct it is decoded from a stored document
+    and encoded into a new one without a dict in between (``document.py``). Untracked by the
+    cyclic collector (``gc=False``): it holds strings and a dict of strings, never a cycle.
+    """
 
-
-@dataclass(frozen=True, slots=True)
-class Field:
-    """A task, as a field of its DAG's dataset."""
-
-    name: str
-    native_type: str
-    metadata: Mapping[str, str] = field(default_factory=dict)
+    name: NonEmptyText
+    native_type: NonEmptyText
+    type: Literal["String"] = FIELD_TYPE
+    approximate: bool = True
     tags: tuple[str, ...] = ()
+    metadata: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,27 +140,6 @@ class Lossiness:
     artifact: str
     message: str
     subject: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Waived:
-    """The waiver that covers a finding: why, and until when (an ISO date, or None for no end)."""
-
-    reason: str
-    expires: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One audit result; ``waived`` is set when a waiver covers it (it then never fails a run)."""
-
-    section: str
-    severity: Severity
-    code: str
-    subject: str
-    message: str
-    detail: str | None = None
-    waived: Waived | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from airflow_provider_coremodels.core.model import Finding, Severity
+from airflow_provider_coremodels.core.findings import Finding, Severity
 
 #: Severities from the least to the most severe.
 SEVERITY_ORDER: tuple[Severity, ...] = (Severity.INFO, Severity.WARNING, Severity.ERROR)

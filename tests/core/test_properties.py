@@ -30,10 +30,10 @@ from airflow_provider_coremodels.core import (
 )
 from airflow_provider_coremodels.core import parse as parse_module
 from airflow_provider_coremodels.core.audit import Baseline
-from airflow_provider_coremodels.core.document import encode
+from airflow_provider_coremodels.core.document import _read_checked, _read_typed, encode
 from airflow_provider_coremodels.core.model import Estate
 from airflow_provider_coremodels.core.render import render_json, render_table
-from airflow_provider_coremodels.errors import DagsArtifactError
+from airflow_provider_coremodels.errors import DagsArtifactError, SnapshotDocumentError
 
 EXAMPLES = int(os.environ.get("COREMODELS_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(
@@ -357,12 +357,15 @@ def check_pipeline(estate: Estate, dags: Blob, tasks: Blob | None, datasets: Blo
 
     encoded = encode(doc)
     assert json.loads(encoded) == doc
+    assert encode(build_document(estate, audit(estate), lean=True)) == encoded  # the same JSON, leaner
     assert json.loads(render_json(doc)) == doc
     table = render_table(doc)
     assert doc["fingerprint"] in table
 
-    # Read back: the same governed content, and no "edited after writing" record.
+    # Read back: the same governed content, and no "edited after writing" record; the typed pass
+    # takes every document this version writes, and reads it as the checked reader does.
     stored = load_document(encoded)
+    assert _read_typed(encoded) == _read_checked(encoded) == stored
     assert stored.fingerprint == doc["fingerprint"] and stored.estate is not None
     assert not any(r.artifact == "snapshot" for r in stored.estate.lossiness)
     reread = build_document(stored.estate, audit(stored.estate))
@@ -382,6 +385,10 @@ def check_pipeline(estate: Estate, dags: Blob, tasks: Blob | None, datasets: Blo
     other = build_document(estate, audit(estate, Baseline("0" * 16, BASELINE_ESTATE)))
     assert_document_invariants(other)
     render_table(other)
+
+    # The cap measures the document exactly: at its size it is stored, a byte less and it is not.
+    assert build_document(estate, audit(estate), max_snapshot_bytes=len(encoded))["snapshotStored"]
+    assert not build_document(estate, audit(estate), max_snapshot_bytes=len(encoded) - 1)["snapshotStored"]
 
     # Over the cap: stored without datasets and lineage, and read back as no baseline.
     capped = build_document(estate, audit(estate), max_snapshot_bytes=0)
@@ -667,3 +674,28 @@ def test_an_unread_huge_integer_does_not_fail_an_artifact() -> None:
     dags = b'{"dags": [{"dag_id": "x", "n": ' + b"9" * 5000 + b"}]}"
     estate = parse_artifacts(dags, REAL["airflow3"]["tasks"], REAL["airflow3"]["datasets"])
     assert [d.identity for d in estate.dags()] == ["x"]
+
+
+# -- (e) stored documents: the typed pass and the checked reader agree ---------------------
+
+STORED_DOCUMENT = encode(
+    build_document(*(lambda e: (e, audit(e)))(parse_artifacts(*(REAL["airflow3"][n] for n in ARTIFACTS))))
+)
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_mutated_stored_document_reads_the_same_through_either_reader(data: st.DataObject) -> None:
+    """``load_document`` tries a typed pass first and falls back to the checked reader. The typed
+    pass may refuse more than the checked reader, never accept what it refuses or read otherwise."""
+    document = mutate(json.loads(STORED_DOCUMENT), data)
+    blob = to_json_bytes(document, data.draw(st.booleans(), label="ascii_only"))
+    typed = _read_typed(blob)
+    try:
+        checked = _read_checked(blob)
+    except SnapshotDocumentError:
+        assert typed is None, "the typed pass accepted a document the checked reader refuses"
+        event("refused")
+        return
+    event("typed pass refused" if typed is None else "both read it")
+    assert typed is None or typed == checked
