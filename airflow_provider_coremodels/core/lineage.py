@@ -42,6 +42,7 @@ class Node:
     findings: tuple[str, ...] = ()  # open (unwaived) finding codes about this node
     severity: str | None = None  # the highest of them
     watched: bool = False  # an asset a watcher (an event-driven trigger) updates from outside
+    deployment: str | None = None  # a merged estate's DAG: the deployment it runs in
 
     @property
     def stale(self) -> bool:
@@ -108,6 +109,13 @@ class LineageGraph:
                 for kind in _NODE_KINDS.get(rule.about if rule else "dataset", ()):
                     open_findings[_key(kind, finding["subject"])].append(finding)
 
+        # A merged estate's DAGs (and external DAGs) are <deployment>/<dag_id>: grouped by it.
+        deployments = set((document.get("state") or {}).get("deployments") or ())
+
+        def deployment_of(dag_id: str) -> str | None:
+            name = dag_id.partition("/")[0]
+            return name if name in deployments and name != dag_id else None
+
         described: dict[str, Node] = {}
         assets: dict[str, Node] = {}
         for dataset in document["datasets"]:
@@ -117,7 +125,9 @@ class LineageGraph:
                 assets[identity] = _node(identity, "asset", False, open_findings, watched=watched)
             else:
                 paused = dataset.get("metadata", {}).get("airflow.paused") == "true"
-                described[identity] = _node(identity, "dag", paused, open_findings)
+                described[identity] = _node(
+                    identity, "dag", paused, open_findings, deployment=deployment_of(identity)
+                )
 
         externals: dict[str, Node] = {}
         edges: set[tuple[str, str]] = set()
@@ -129,7 +139,9 @@ class LineageGraph:
                 continue  # neither end is an asset: nothing the picture can place
             dag_id, asset_id, producing = sides
             if dag_id not in described and dag_id not in externals:
-                externals[dag_id] = _node(dag_id, "external", False, open_findings)
+                externals[dag_id] = _node(
+                    dag_id, "external", False, open_findings, deployment=deployment_of(dag_id)
+                )
             dag_key, asset_key = _key("dag", dag_id), _key("asset", asset_id)
             pair = (dag_key, asset_key) if producing else (asset_key, dag_key)
             edges.add(pair)
@@ -239,11 +251,21 @@ def _node(
     findings: Mapping[str, list[dict[str, Any]]],
     *,
     watched: bool = False,
+    deployment: str | None = None,
 ) -> Node:
     about = findings.get(_key(kind, identity), [])
     codes = tuple(sorted({f["code"] for f in about}))
     severity = max((f["severity"] for f in about), key=severity_rank, default=None)
-    return Node(identity, kind, paused, codes, severity, watched)
+    return Node(identity, kind, paused, codes, severity, watched, deployment)
+
+
+def _groups(graph: LineageGraph) -> dict[str | None, list[Node]]:
+    """The nodes by deployment (a merged estate's DAGs), None for the rest: assets, which join
+    deployments, and every node of one deployment's estate. Deployments in name order."""
+    groups: dict[str | None, list[Node]] = defaultdict(list)
+    for node in graph.nodes:
+        groups[node.deployment].append(node)
+    return {name: groups[name] for name in sorted(groups, key=lambda n: (n is not None, n or ""))}
 
 
 def _sorted(nodes: Iterable[Node]) -> tuple[Node, ...]:
@@ -267,10 +289,17 @@ def to_mermaid(graph: LineageGraph) -> str:
     """A Mermaid flowchart, left to right: renders in GitHub and GitLab markdown as it is."""
     ids = {node.key: f"n{i}" for i, node in enumerate(graph.nodes)}
     lines = ["flowchart LR", f"  %% {graph.summary()}"]
-    for node in graph.nodes:
-        text = _mermaid_text(node.label())
-        shape = f'[("{text}")]' if node.kind == "asset" else f'["{text}"]'
-        lines.append(f"  {ids[node.key]}{shape}")
+    for number, (deployment, nodes) in enumerate(_groups(graph).items()):
+        indent = "  "
+        if deployment is not None:  # a merged estate: each deployment's DAGs in a box of its own
+            lines.append(f'  subgraph d{number}["deployment {_mermaid_text(deployment)}"]')
+            indent = "    "
+        for node in nodes:
+            text = _mermaid_text(node.label())
+            shape = f'[("{text}")]' if node.kind == "asset" else f'["{text}"]'
+            lines.append(f"{indent}{ids[node.key]}{shape}")
+        if deployment is not None:
+            lines.append("  end")
     for source, target in graph.edges:
         via = graph.via.get((source, target))
         line = "==>" if (source, target) in graph.crossing else ("-.->" if via else "-->")
@@ -327,25 +356,18 @@ def to_dot(graph: LineageGraph) -> str:
         'fillcolor="#e8f1fb", color="#1f6feb"];',
         '  edge [color="#57606a"];',
     ]
-    for node in graph.nodes:
-        attrs = {"label": node.label()}
-        style = ["rounded", "filled"]
-        if node.kind == "asset":
-            attrs.update(shape="cylinder", fillcolor="#eaf6ec", color="#2da44e")
-            style = ["filled"]
-        elif node.kind == "external":
-            attrs.update(fillcolor="#ffffff", color="#8c959f")
-            style.append("dashed")
-        if node.paused:
-            attrs.update(fillcolor="#eeeeee", color="#8c959f", fontcolor="#57606a")
-            style.append("dashed")
-        if node.stale:
-            attrs.update(fillcolor="#fff1e5")
-        if node.findings:
-            attrs.update(color="#d1242f", penwidth="2.5")
-        attrs["style"] = ",".join(style)
-        rendered = ", ".join(f"{name}={_dot_string(value)}" for name, value in attrs.items())
-        lines.append(f"  {_dot_string(node.key)} [{rendered}];")
+    for number, (deployment, nodes) in enumerate(_groups(graph).items()):
+        indent = "  "
+        if deployment is not None:  # a merged estate: each deployment's DAGs in a cluster of its own
+            lines.append(f"  subgraph cluster_{number} {{")
+            lines.append(
+                f'    label={_dot_string(f"deployment {deployment}")}; style="rounded,dashed"; '
+                'color="#8250df"; fontname="Helvetica";'
+            )
+            indent = "    "
+        lines.extend(f"{indent}{_dot_node(node)}" for node in nodes)
+        if deployment is not None:
+            lines.append("  }")
     for source, target in graph.edges:
         via = graph.via.get((source, target))
         style = [f"style=dashed, label={_dot_string(via)}"] if via else []
@@ -355,6 +377,28 @@ def to_dot(graph: LineageGraph) -> str:
         lines.append(f"  {_dot_string(source)} -> {_dot_string(target)}{edge_attrs};")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _dot_node(node: Node) -> str:
+    """A node statement: its label, and its shape and colours by kind and state."""
+    attrs = {"label": node.label()}
+    style = ["rounded", "filled"]
+    if node.kind == "asset":
+        attrs.update(shape="cylinder", fillcolor="#eaf6ec", color="#2da44e")
+        style = ["filled"]
+    elif node.kind == "external":
+        attrs.update(fillcolor="#ffffff", color="#8c959f")
+        style.append("dashed")
+    if node.paused:
+        attrs.update(fillcolor="#eeeeee", color="#8c959f", fontcolor="#57606a")
+        style.append("dashed")
+    if node.stale:
+        attrs.update(fillcolor="#fff1e5")
+    if node.findings:
+        attrs.update(color="#d1242f", penwidth="2.5")
+    attrs["style"] = ",".join(style)
+    rendered = ", ".join(f"{name}={_dot_string(value)}" for name, value in attrs.items())
+    return f"{_dot_string(node.key)} [{rendered}];"
 
 
 def _dot_string(text: str) -> str:

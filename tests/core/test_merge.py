@@ -179,6 +179,16 @@ def test_the_views_show_the_deployments_and_the_edges_between_them(two) -> None:
     assert graph.summary().endswith("2 edges (2 across deployments)")
     assert "==>" in to_mermaid(graph) and "-->" not in to_mermaid(graph)
     assert to_dot(graph).count('penwidth=2.5, color="#8250df"') == 2
+    # Each deployment's DAGs are grouped in a box of their own; the asset joining them is outside.
+    mermaid = to_mermaid(graph).splitlines()
+    box = mermaid.index('  subgraph d1["deployment analytics"]')
+    assert mermaid[box + 1].endswith('["analytics/daily_revenue"]') and mermaid[box + 2] == "  end"
+    assert any(line.startswith('  subgraph d2["deployment etl"]') for line in mermaid)
+    assert any(line.startswith("  n") and f'[("{ORDERS}' in line for line in mermaid)  # outside the boxes
+    dot = to_dot(graph)
+    etl = dot.index('label="deployment etl"')
+    assert dot.index('"dag:etl/load_orders" [') > etl > dot.index('label="deployment analytics"')
+    assert dot.count("subgraph cluster_") == 2 and dot.index(f'"asset:{ORDERS}" [') < etl
     assert to_svg(graph).count('class="edge cross"') == 2
     around = graph.neighbourhood("analytics/daily_revenue", 2)  # --around works across deployments
     assert {node.id for node in around.nodes} == {"analytics/daily_revenue", ORDERS, "etl/load_orders"}
