@@ -138,6 +138,8 @@ def _stored(source: Source, sink_conn_id: str | None) -> bytes | None:
     location = source.location
     if location.lower().startswith(("http://", "https://")):
         raise UsageError(f"{location}: an HTTP endpoint keeps no snapshot to read back")
+    if location.lower().startswith("openlineage:"):
+        raise UsageError(f"{location}: an OpenLineage sink keeps no snapshot to read back")
     if "://" not in location and not Path(location).is_dir():
         try:
             return read_bounded(location, defaults.MAX_ARTIFACT_BYTES)

@@ -73,6 +73,19 @@ def test_a_snapshot_without_a_deployment_name_is_one_line_and_exit_2(capsys, etl
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("bi=https://coremodels.example/api/snapshots", "an HTTP endpoint keeps no snapshot to read back"),
+        ("bi=openlineage://", "an OpenLineage sink keeps no snapshot to read back"),
+    ],
+)
+def test_a_sink_that_keeps_nothing_is_no_source(capsys, etl: Path, source: str, says: str) -> None:
+    code, out, err = run(capsys, "merge", str(etl), source)
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and says in err
+
+
 def test_two_snapshots_of_one_deployment_are_refused(capsys, etl: Path) -> None:
     code, _, err = run(capsys, "merge", str(etl), str(etl))
     assert code == 2
