@@ -80,8 +80,9 @@ def open_by_severity(document: Document) -> dict[str, int]:
 
 
 def sinks_said(results: Sequence[SinkResult]) -> str:
-    """``<sink> (written), <sink> (unchanged)``, or ``no sink``: the end of a summary line."""
-    return ", ".join(f"{r.sink} ({'unchanged' if r.unchanged else 'written'})" for r in results) or "no sink"
+    """``<sink> (written), <sink> (unchanged), openlineage:// (sent 6 events)``, or ``no sink``: the
+    end of a summary line."""
+    return ", ".join(f"{r.sink} ({r.said()})" for r in results) or "no sink"
 
 
 def open_sinks(
@@ -90,10 +91,19 @@ def open_sinks(
     sink_conn_id: str | None = None,
     coremodels_conn_id: str | None = None,
     retry: RetryPolicy | None = None,
+    openlineage_events: str | None = None,
+    openlineage_namespaces: Sequence[str] = (),
 ) -> list[Sink]:
     """The sinks the URIs name, for the CLI and the operator alike."""
     return [
-        open_sink(uri, sink_conn_id=sink_conn_id, coremodels_conn_id=coremodels_conn_id, retry=retry)
+        open_sink(
+            uri,
+            sink_conn_id=sink_conn_id,
+            coremodels_conn_id=coremodels_conn_id,
+            retry=retry,
+            openlineage_events=openlineage_events,
+            openlineage_namespaces=openlineage_namespaces,
+        )
         for uri in uris
     ]
 
@@ -104,9 +114,15 @@ def open_sink(
     sink_conn_id: str | None = None,
     coremodels_conn_id: str | None = None,
     retry: RetryPolicy | None = None,
+    openlineage_events: str | None = None,
+    openlineage_namespaces: Sequence[str] = (),
 ) -> Sink:
-    """The sink a URI names: a path or ``file://``, an ``http(s)://`` endpoint, or object storage."""
+    """The sink a URI names: a path or ``file://``, an ``http(s)://`` endpoint, object storage, or
+    ``openlineage://`` (the OpenLineage client as configured; ``openlineage_events`` and
+    ``openlineage_namespaces`` are the command's defaults for its event kind and job namespaces)."""
     scheme = urlsplit(uri).scheme.lower()
+    if scheme == OPENLINEAGE:
+        return open_openlineage_sink(uri, openlineage_events, openlineage_namespaces, retry)
     if scheme in ("http", "https"):
         if coremodels_conn_id:
             from airflow_provider_coremodels.hooks.coremodels import CoreModelsHook
@@ -134,7 +150,7 @@ def open_sink(
         schemes = ", ".join(f"{s}://" for s in sorted(OBJECT_STORAGE))
         raise UsageError(
             f"sink {redact_url(uri)}: unknown scheme {scheme!r}: a sink is a path or file:// URI, "
-            f"an http(s):// endpoint, or object storage ({schemes})"
+            f"an http(s):// endpoint, object storage ({schemes}), or openlineage://"
         )
     try:
         return ObjectStorageSink(uri, conn_id=sink_conn_id)
@@ -143,6 +159,26 @@ def open_sink(
             f"sink {redact_url(uri)}: {scheme}:// needs {package} installed ({type(exc).__name__}: "
             f"{str(exc)[:200]})"
         ) from None
+
+
+#: The scheme of the OpenLineage sink, and what it needs installed.
+OPENLINEAGE = "openlineage"
+OPENLINEAGE_EXTRA = "pip install 'airflow-provider-coremodels[openlineage]'"
+
+
+def open_openlineage_sink(
+    uri: str, events: str | None, namespaces: Sequence[str], retry: RetryPolicy | None
+) -> Sink:
+    """``openlineage://[?events=run|job&namespace=[DEPLOYMENT=]NAMESPACE]``: the client as configured."""
+    try:
+        from airflow_provider_coremodels.openlineage import Options
+        from airflow_provider_coremodels.sinks.openlineage import OpenLineageSink
+    except ImportError as exc:
+        if (exc.name or "").startswith("airflow_provider_coremodels"):
+            raise
+        raise UsageError(f"sink {uri} needs the openlineage extra: {OPENLINEAGE_EXTRA} ({exc})") from None
+    options = Options.parse(events, namespaces)
+    return OpenLineageSink(uri, options, close_timeout=(retry or RetryPolicy()).budget)
 
 
 #: The object-storage schemes a sink takes, and the package whose filesystem serves each.

@@ -86,6 +86,7 @@ def test_cli_commands_build_for_airflow() -> None:
         "merge",
         "capture",
         "export",
+        "mcp",
         "generate",
     ]
 

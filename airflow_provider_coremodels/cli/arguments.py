@@ -17,7 +17,7 @@ from typing import Any
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.rules import FAIL_ON
 
-FORMATS = ("table", "json", "sarif", "markdown")
+FORMATS = ("table", "json", "sarif", "markdown", "openlineage")
 LINEAGE_FORMATS = ("mermaid", "dot")
 
 
@@ -48,8 +48,9 @@ FORMAT = ArgSpec(
     {
         "choices": FORMATS,
         "default": "table",
-        "help": "output format: table, json (the snapshot document), sarif (code scanning) or "
-        "markdown (a pull-request comment); default: table",
+        "help": "output format: table, json (the snapshot document), sarif (code scanning), "
+        "markdown (a pull-request comment) or openlineage (one OpenLineage event per DAG, one per line; "
+        "needs the openlineage extra); default: table",
     },
 )
 WAIVERS = ArgSpec(
@@ -122,8 +123,8 @@ SINKS = (
             "action": "append",
             "default": [],
             "metavar": "URI",
-            "help": "a directory or file:// URI, an object-storage URI (s3://bucket/prefix), or an "
-            "http(s):// endpoint; repeatable",
+            "help": "a directory or file:// URI, an object-storage URI (s3://bucket/prefix), an "
+            "http(s):// endpoint, or openlineage:// (the OpenLineage client as configured); repeatable",
         },
     ),
     ArgSpec(("--sink-conn-id",), {"metavar": "ID", "help": "the connection object-storage sinks use"}),
@@ -140,6 +141,38 @@ DEPLOYMENT = ArgSpec(
         "help": "the deployment's name in the snapshot (state.deployment; default: the connection id, "
         "none with --base-url)",
     },
+)
+
+
+def _namespace(value: str) -> str:
+    if not value.strip() or value.strip().endswith("="):
+        raise argparse.ArgumentTypeError(f"expected NAMESPACE or DEPLOYMENT=NAMESPACE, got {value!r}")
+    return value.strip()
+
+
+#: How --format openlineage and openlineage:// sinks shape their events (docs/openlineage.md).
+OPENLINEAGE = (
+    ArgSpec(
+        ("--openlineage-namespace",),
+        {
+            "type": _namespace,
+            "action": "append",
+            "default": [],
+            "metavar": "[DEPLOYMENT=]NAMESPACE",
+            "help": "the OpenLineage namespace of the DAGs' jobs (default: the OpenLineage provider's, "
+            "[openlineage] namespace; in a merged snapshot, each deployment's name); DEPLOYMENT=NAMESPACE "
+            "sets one deployment's; repeatable",
+        },
+    ),
+    ArgSpec(
+        ("--openlineage-events",),
+        {
+            "choices": ("run", "job"),
+            "metavar": "run|job",
+            "help": "OpenLineage event kind: run (RunEvent COMPLETE, taken by every consumer; the default) "
+            "or job (the static JobEvent)",
+        },
+    ),
 )
 
 #: When and how strictly the freshness rules judge (asset-stale, producer-failing).
@@ -283,6 +316,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *AUDIT_INPUTS,
             *FRESHNESS,
             FORMAT,
+            *OPENLINEAGE,
             FAIL_ON_ARG,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
@@ -354,6 +388,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             WAIVERS,
             *FRESHNESS,
             FORMAT,
+            *OPENLINEAGE,
             FAIL_ON_ARG,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
@@ -390,10 +425,39 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *FRESHNESS,
             DEPLOYMENT,
             FORMAT,
+            *OPENLINEAGE,
             FAIL_ON_ARG,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
             ASSET_EXTRA,
+        ),
+    ),
+    CommandSpec(
+        name="mcp",
+        help="Serve a stored snapshot to assistants over MCP (stdio), read-only",
+        description=(
+            "Read one snapshot document (or a file sink's directory: its latest.json) and serve it over "
+            "the Model Context Protocol on stdin/stdout: its facts, findings, datasets, lineage, "
+            "downstream impact and drift, as read-only tools for an assistant. Needs the mcp extra."
+        ),
+        func="airflow_provider_coremodels.cli.commands:mcp",
+        args=(
+            ArgSpec(
+                ("--snapshot",),
+                {
+                    "metavar": "S",
+                    "required": True,
+                    "help": "the snapshot document to serve, or a file sink's directory (its latest.json)",
+                },
+            ),
+            ArgSpec(
+                ("--baseline",),
+                {
+                    "metavar": "S",
+                    "help": "a previous snapshot document (or a file sink's directory) for the drift tool",
+                },
+            ),
+            WAIVERS,
         ),
     ),
     CommandSpec(

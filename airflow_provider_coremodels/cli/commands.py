@@ -105,7 +105,10 @@ def merge(args: argparse.Namespace) -> int:
     _airflow_logs_to_stderr(args)
     with _stdout_to_stderr():
         sinks = open_sinks(
-            args.sink, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id
+            args.sink,
+            sink_conn_id=args.sink_conn_id,
+            coremodels_conn_id=args.coremodels_conn_id,
+            **_openlineage_defaults(args),
         )
         result = merge_and_push(
             [Source.parse(given) for given in args.snapshots],
@@ -167,7 +170,11 @@ def export(args: argparse.Namespace) -> int:
     retry = retry_policy(args)
     with _stdout_to_stderr():
         sinks = open_sinks(
-            args.sink, sink_conn_id=args.sink_conn_id, coremodels_conn_id=args.coremodels_conn_id, retry=retry
+            args.sink,
+            sink_conn_id=args.sink_conn_id,
+            coremodels_conn_id=args.coremodels_conn_id,
+            retry=retry,
+            **_openlineage_defaults(args),
         )
     if not sinks:
         sys.stderr.write(
@@ -281,10 +288,102 @@ def _airflow_logs_to_stderr(args: argparse.Namespace) -> None:
     """
     # a connection: --conn-id, or the default one (merge reads no REST API)
     uses_airflow = hasattr(args, "conn_id") and not args.base_url
-    if uses_airflow or getattr(args, "coremodels_conn_id", None) or getattr(args, "sink_conn_id", None):
+    if (
+        uses_airflow
+        or getattr(args, "coremodels_conn_id", None)
+        or getattr(args, "sink_conn_id", None)
+        or _uses_openlineage(args)  # the OpenLineage provider reads Airflow's configuration
+    ):
         from airflow_provider_coremodels.cli.definition import logs_to_stderr
 
         logs_to_stderr()
+
+
+def _uses_openlineage(args: argparse.Namespace) -> bool:
+    """``--format openlineage``, or an ``openlineage://`` sink."""
+    sinks = getattr(args, "sink", None) or []
+    return getattr(args, "format", None) == "openlineage" or any(
+        str(uri).strip().lower().startswith("openlineage:") for uri in sinks
+    )
+
+
+def _openlineage_defaults(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``--openlineage-events`` and ``--openlineage-namespace`` make the default of every
+    ``openlineage://`` sink (its URI's own query wins)."""
+    if _uses_openlineage(args):
+        _quiet_openlineage_client()
+    return {
+        "openlineage_events": getattr(args, "openlineage_events", None),
+        "openlineage_namespaces": getattr(args, "openlineage_namespace", None) or (),
+    }
+
+
+#: What ``--format openlineage`` says when the OpenLineage client or provider is not installed.
+OPENLINEAGE_EXTRA_MISSING = (
+    "--format openlineage needs the openlineage extra: pip install 'airflow-provider-coremodels[openlineage]'"
+)
+
+
+def render_openlineage(document: dict[str, Any], args: argparse.Namespace) -> str:
+    """``--format openlineage``: one event per DAG, one per line; notes on what could not be named
+    as the OpenLineage provider names it go to stderr as warnings."""
+    try:
+        from airflow_provider_coremodels.openlineage import Options, render
+    except ImportError as exc:
+        if (exc.name or "").startswith("airflow_provider_coremodels"):
+            raise
+        raise UsageError(f"{OPENLINEAGE_EXTRA_MISSING} ({exc})") from None
+    _airflow_logs_to_stderr(args)
+    _quiet_openlineage_client()
+    options = Options.parse(args.openlineage_events, args.openlineage_namespace)
+    with _stdout_to_stderr():  # the provider's configuration may look up a connection
+        text, notes = render(document, options)
+    for note in notes:
+        sys.stderr.write(f"warning: openlineage: {printable(note)}\n")
+    return text
+
+
+def _quiet_openlineage_client() -> None:
+    """The client's INFO lines ("will use `http` transport") are noise on a command's stderr."""
+    with contextlib.suppress(ImportError):
+        from airflow_provider_coremodels.openlineage import quiet_client_logs
+
+        quiet_client_logs()
+
+
+#: What ``mcp`` says when the MCP SDK is not installed.
+MCP_EXTRA_MISSING = "mcp needs the mcp extra: pip install 'airflow-provider-coremodels[mcp]'"
+
+
+def mcp(args: argparse.Namespace) -> int:
+    """``mcp``: read one snapshot, then serve it to an assistant over MCP (stdio) until it hangs up.
+
+    Everything that can fail is checked before serving (the SDK, the snapshot, the baseline, the
+    waivers), as one line on stderr and exit 2; once serving, stdout is the protocol's alone.
+    """
+    try:
+        from airflow_provider_coremodels.mcp_server import serve
+    except ImportError as exc:
+        if (exc.name or "").startswith("airflow_provider_coremodels"):
+            raise
+        raise UsageError(f"{MCP_EXTRA_MISSING} ({exc})") from None
+    from airflow_provider_coremodels.assistant import SnapshotQueries
+
+    waivers = read_waivers(args.waivers) if args.waivers else ()
+    queries = SnapshotQueries.open(
+        args.snapshot, waivers=waivers, waivers_source=args.waivers, baseline=args.baseline
+    )
+    facts = queries.head.state.get("facts")
+    facts = facts if isinstance(facts, dict) else {}
+    sys.stderr.write(
+        f"coremodels mcp: serving {printable(args.snapshot)} (fingerprint {queries.head.fingerprint}, "
+        f"{facts.get('dags', '?')} DAGs, {facts.get('assets', '?')} assets, {len(queries.findings)} "
+        "findings) over stdio, read-only\n"
+    )
+    sys.stderr.flush()
+    with contextlib.suppress(KeyboardInterrupt):  # a client that stops its server: not an error
+        serve(queries)
+    return EXIT_OK
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -297,6 +396,8 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
     """The document in the format ``--format`` names."""
     if args.format == "json":
         return render_json(document)
+    if args.format == "openlineage":
+        return render_openlineage(document, args)
     if args.format == "sarif":
         from airflow_provider_coremodels import __version__
         from airflow_provider_coremodels.core.sarif import render_sarif

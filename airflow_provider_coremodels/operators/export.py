@@ -43,8 +43,10 @@ class CoreModelsExportOperator(BaseOperator):
     """Export the estate of the Airflow deployment behind ``airflow_api_conn_id`` to ``sinks``.
 
     :param sinks: where to push the snapshot: local paths or ``file://`` URIs, object storage URIs
-        (``s3://bucket/prefix``, with ``sink_conn_id``), or ``http(s)://`` endpoints (with
-        ``coremodels_conn_id`` for the token). A string is a comma-separated list (templated).
+        (``s3://bucket/prefix``, with ``sink_conn_id``), ``http(s)://`` endpoints (with
+        ``coremodels_conn_id`` for the token), or ``openlineage://`` (one OpenLineage event per DAG,
+        sent through the OpenLineage client as this Airflow configures it; docs/openlineage.md).
+        A string is a comma-separated list (templated).
     :param airflow_api_conn_id: the ``airflow_api`` connection of the deployment's REST API.
     :param sink_conn_id: the connection object-storage sinks use.
     :param coremodels_conn_id: the ``coremodels`` connection whose password is the endpoint token.

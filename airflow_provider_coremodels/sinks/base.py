@@ -15,7 +15,9 @@ class SinkResult:
 
     ``unchanged``: the sink already held this fingerprint and these findings, so nothing was
     written. ``findings_changed``: it held this fingerprint with other findings (a waiver added
-    or expired, freshness changed), so the document was stored again.
+    or expired, freshness changed), so the document was stored again. ``sent``: how many events a
+    sink that sends events rather than the document (OpenLineage) handed to its transport; None
+    for the others.
     """
 
     sink: str
@@ -23,15 +25,25 @@ class SinkResult:
     written: list[str] = field(default_factory=list)
     baseline_replaced: bool = False
     findings_changed: bool = False
+    sent: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "sink": self.sink,
             "unchanged": self.unchanged,
             "findingsChanged": self.findings_changed,
             "written": list(self.written),
             "baselineReplaced": self.baseline_replaced,
         }
+        if self.sent is not None:
+            out["sent"] = self.sent
+        return out
+
+    def said(self) -> str:
+        """What a summary line says of this push: ``written``, ``unchanged`` or ``sent N events``."""
+        if self.sent is not None:
+            return f"sent {self.sent} event{'' if self.sent == 1 else 's'}"
+        return "unchanged" if self.unchanged else "written"
 
 
 class Sink(abc.ABC):
