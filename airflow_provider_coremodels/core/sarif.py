@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.conflicts import read_conflicts
+from airflow_provider_coremodels.core.merge import DEPLOYMENT_KEY
 from airflow_provider_coremodels.core.rules import BY_CODE, RULES, Rule, Subject
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -61,6 +62,8 @@ def render_sarif(
             result["ruleIndex"] = rule_index[code]
         about = _about(code)
         paths = [waivers_path] if about == "waiver" and waivers_path else locator.paths(finding, about)
+        if deployments := locator.deployments(finding, about):
+            result["properties"]["deployments"] = deployments
         if paths:
             result["locations"] = [_physical(path) for path in paths]
         else:  # nothing left on disk to point at (a removed DAG, an asset only external DAGs touch)
@@ -92,10 +95,18 @@ def render_sarif(
             "facts": document.get("state", {}).get("facts", {}),
             "airflowVersion": document.get("state", {}).get("airflowVersion"),
             "capturedAt": document.get("state", {}).get("capturedAt"),
+            **_deployments(document.get("state", {})),
         },
     }
     sarif = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(sarif, indent=2, ensure_ascii=False)
+
+
+def _deployments(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Which deployment the run is about: its name, or a merged estate's names."""
+    if state.get("deployments"):
+        return {"deployments": list(state["deployments"])}
+    return {"deployment": state["deployment"]} if state.get("deployment") else {}
 
 
 #: Asset findings whose cause lies with the asset's producers, located at their DAG files.
@@ -145,6 +156,11 @@ class _Locator:
         dags = [d for d in datasets if d.get("materialization") == "dag"]
         self.assets = {d["identity"] for d in datasets if d.get("materialization") == "asset"}
         self.paused = {d["identity"] for d in dags if d.get("metadata", {}).get("airflow.paused") == "true"}
+        self.deployment: dict[str, str] = {
+            d["identity"]: d["metadata"][DEPLOYMENT_KEY]
+            for d in dags
+            if isinstance(d.get("metadata", {}).get(DEPLOYMENT_KEY), str)
+        }
         # Only needed where the API gave no bundle path (Airflow 2): computed only then.
         unplaced = [d for d in dags if not d.get("metadata", {}).get("airflow.relativeFileloc")]
         folder = _shared_folder([d["physicalName"] for d in unplaced if _absolute(d.get("physicalName"))])
@@ -173,21 +189,27 @@ class _Locator:
                     self.conflicts[conflict.uri].append(dag["identity"])
 
     def paths(self, finding: Mapping[str, Any], about: Subject) -> list[str]:
+        return sorted({self.files[dag] for dag in self.dags(finding, about)})
+
+    def deployments(self, finding: Mapping[str, Any], about: Subject) -> list[str]:
+        """In a merged estate, the deployments of the DAGs the finding is located at."""
+        return sorted({self.deployment[dag] for dag in self.dags(finding, about) if dag in self.deployment})
+
+    def dags(self, finding: Mapping[str, Any], about: Subject) -> list[str]:
+        """The DAGs (with a file) a finding is located at."""
         subject = finding["subject"]
         if finding["code"] == "asset-conflict" and subject in self.conflicts:
-            return sorted({self.files[dag] for dag in self.conflicts[subject]})
+            return self.conflicts[subject]
         if about in ("dag", "dataset") and subject in self.files:
-            return [self.files[subject]]
+            return [subject]
         if about in ("asset", "dataset") and subject in self.assets:
             if finding["code"] in _AT_PRODUCERS:  # the cause is with the active producers the detail names
                 producers = self.producers.get(subject, [])
-                dags = [p for p in producers if p not in self.paused] or self.consumers.get(subject) or []
-            else:
-                dags = self.consumers.get(subject) or self.producers.get(subject) or []
-            return sorted({self.files[dag] for dag in dags})
+                return [p for p in producers if p not in self.paused] or self.consumers.get(subject) or []
+            return self.consumers.get(subject) or self.producers.get(subject) or []
         if about == "task":
             dag = self._dag_of_task(subject)
-            return [self.files[dag]] if dag else []
+            return [dag] if dag else []
         return []
 
     def logical(self, finding: Mapping[str, Any], about: Subject) -> dict[str, str]:

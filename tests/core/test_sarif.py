@@ -200,3 +200,35 @@ def test_freshness_findings_sit_at_the_active_producers_files() -> None:
     )
     results = results_by(sarif(build_document(estate, audit(estate))))
     assert uris(results[("asset-stale", "s3://x")]) == ["load.py"]
+
+
+def test_a_merged_estate_names_the_deployments_of_the_run_and_of_each_result() -> None:
+    """In a merged estate a DAG file is relative to its own deployment's bundle: each result says
+    which deployments the DAGs it points at run in, and the run which deployments it merges."""
+    from airflow_provider_coremodels.core.merge import Part, merge
+
+    def part(name: str, dags: list[dict[str, Any]], assets: list[dict[str, Any]]) -> Part:
+        estate = parse_artifacts(json.dumps({"dags": dags}), None, json.dumps({"assets": assets}))
+        return Part(name, estate)
+
+    orders = "s3://lake/orders"
+    etl = part(
+        "etl",
+        [{"dag_id": "load", "is_paused": True, "owners": ["etl"], "relative_fileloc": "load.py"}],
+        [{"uri": orders, "producing_tasks": [{"dag_id": "load", "task_id": "t"}]}],
+    )
+    bi = part(
+        "bi",
+        [{"dag_id": "report", "is_paused": False, "owners": ["bi"], "relative_fileloc": "report.py"}],
+        [{"uri": orders, "scheduled_dags": [{"dag_id": "report"}]}],
+    )
+    merged = merge([etl, bi])
+    value = sarif(build_document(merged, audit(merged)))
+    run = value["runs"][0]
+    assert run["properties"]["deployments"] == ["bi", "etl"]
+    results = results_by(value)
+    assert results[("paused-producer", orders)]["properties"]["deployments"] == ["bi"]  # at its consumers
+    assert results[("dag-no-description", "etl/load")]["properties"]["deployments"] == ["etl"]
+    one = sarif(build_document(etl.estate, audit(etl.estate)))["runs"][0]
+    assert "deployments" not in one["properties"]
+    assert all("deployments" not in r["properties"] for r in one["results"])
