@@ -500,39 +500,17 @@ class SnapshotQueries:
         return answer
 
     def neighbourhood(self, identity: str, depth: int = 2, *, kind: Kind | None = None) -> LineageGraph:
-        """``LineageGraph.neighbourhood`` over the adjacency indexed at start-up (same nodes, same edges)."""
+        """``LineageGraph.neighbourhood``, with an unknown identity answered as a ``QueryError``."""
         graph = self._graph()
         if not 0 <= depth <= MAX_DEPTH:
             raise QueryError(f"depth must be 0 to {MAX_DEPTH}, got {depth}")
-        starts = [
-            key
+        known = any(
+            (kind is None or kind == of) and key in self._nodes()
             for key, of in ((_key("dag", identity), DAG), (_key("asset", identity), ASSET))
-            if (kind is None or kind == of) and key in self._nodes()
-        ]
-        if not starts:
-            if identity in graph.hidden_dags and kind in (None, DAG):
-                return graph.neighbourhood(identity, depth)  # one node: a DAG with no asset lineage
+        )
+        if not known and not (identity in graph.hidden_dags and kind in (None, DAG)):
             raise self._unknown(identity, kind)
-        distance = dict.fromkeys(starts, 0)
-        queue = deque(starts)
-        while queue:
-            key = queue.popleft()
-            if distance[key] == depth:
-                continue
-            for other in (*self._out.get(key, ()), *self._in.get(key, ())):
-                if other not in distance:
-                    distance[other] = distance[key] + 1
-                    queue.append(other)
-        nodes = sorted((graph.node(key) for key in distance), key=lambda n: (_KIND_ORDER[n.kind], n.id))
-        edges = sorted(
-            (key, target) for key in distance for target in self._out.get(key, ()) if target in distance
-        )
-        return LineageGraph(
-            tuple(nodes),
-            tuple(edges),
-            via={e: graph.via[e] for e in edges if e in graph.via},
-            crossing=frozenset(e for e in edges if e in graph.crossing),
-        )
+        return graph.neighbourhood(identity, depth, kind=kind)
 
     # -- 5. impact --------------------------------------------------------------------------
 

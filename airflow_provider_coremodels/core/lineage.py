@@ -84,6 +84,9 @@ class LineageGraph:
     via: Mapping[tuple[str, str], str] = field(default_factory=dict)
     crossing: frozenset[tuple[str, str]] = frozenset()
     _index: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
+    # Each node's neighbours either way, worked out at the first neighbourhood asked for (an
+    # assistant's server asks many of one graph).
+    _adjacent: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self._index.update((node.key, node) for node in self.nodes)
@@ -156,30 +159,34 @@ class LineageGraph:
         hidden = sorted(dag_id for dag_id, n in described.items() if n.key not in linked)
         return cls(_sorted(nodes), tuple(sorted(edges)), tuple(hidden), vias, frozenset(crossing))
 
-    def neighbourhood(self, center: str, depth: int = 2) -> LineageGraph:
+    def neighbourhood(self, center: str, depth: int = 2, *, kind: str | None = None) -> LineageGraph:
         """What lies within ``depth`` edges of the DAG or asset ``center``, in either direction.
 
         Depth 2 from a DAG shows its assets and the DAGs on their other side; from an asset,
-        its producers and consumers and their other assets.
+        its producers and consumers and their other assets. ``kind`` (``dag`` or ``asset``) picks
+        one where a DAG and an asset share the name; by default both are the centre.
         """
         if depth < 0:
             raise ValueError(f"depth must be 0 or more, got {depth}")
-        starts = [key for key in (_key("dag", center), _key("asset", center)) if key in self._index]
+        kinds = ("dag", "asset") if kind is None else (kind,)
+        starts = [key for key in (_key(k, center) for k in kinds) if key in self._index]
         if not starts:
-            if center in self.hidden_dags:
+            if center in self.hidden_dags and kind in (None, "dag"):
                 return LineageGraph((_node(center, "dag", False, {}),), ())
             raise ValueError(f"no DAG or asset named {center!r} in the lineage")
-        adjacent: dict[str, set[str]] = defaultdict(set)
-        for source, target in self.edges:
-            adjacent[source].add(target)
-            adjacent[target].add(source)
+        if not self._adjacent and self.edges:
+            adjacent: dict[str, list[str]] = defaultdict(list)
+            for source, target in self.edges:
+                adjacent[source].append(target)
+                adjacent[target].append(source)
+            self._adjacent.update(adjacent)  # whole, in one step: two threads asking at once agree
         distance = dict.fromkeys(starts, 0)
         queue = deque(starts)
         while queue:
             key = queue.popleft()
             if distance[key] == depth:
                 continue
-            for other in adjacent[key]:
+            for other in self._adjacent.get(key, ()):
                 if other not in distance:
                     distance[other] = distance[key] + 1
                     queue.append(other)

@@ -96,6 +96,16 @@ def test_neighbourhood(center: str, depth: int, expected: list[str]) -> None:
     assert all(s in expected and t in expected for s, t in g.edges)
 
 
+def test_a_kind_picks_one_centre_where_a_dag_and_an_asset_share_the_name() -> None:
+    g = LineageGraph.from_document(lineage_document())
+    assert keys(g.neighbourhood("orders", 1, kind="asset")) == ["dag:B", "asset:orders"]
+    assert keys(g.neighbourhood("orders", 1, kind="dag")) == ["dag:orders", "asset:y"]
+    # asked again of the same graph (its adjacency now worked out), both centres as before
+    assert keys(g.neighbourhood("orders", 1)) == ["dag:B", "dag:orders", "asset:orders", "asset:y"]
+    with pytest.raises(ValueError, match="no DAG or asset named 'x'"):
+        g.neighbourhood("x", 1, kind="dag")
+
+
 def test_neighbourhood_of_unknown_or_unlinked() -> None:
     g = graph()
     with pytest.raises(ValueError, match="no DAG or asset named 'nope' in the lineage"):
