@@ -438,11 +438,14 @@ def render(document: Document, options: Options | None = None) -> tuple[str, lis
 
 def quiet_client_logs() -> None:
     """At the command line, keep stderr to what matters: the client's INFO lines ("will use `http`
-    transport") and urllib3's retry warnings under its HTTP transport are noise before the one line
-    that says whether the events went out. ``OPENLINEAGE_CLIENT_LOGGING`` keeps them all."""
+    transport"), urllib3's retry warnings under its HTTP transport, and the INFO lines of Airflow's
+    providers manager, which the asset translation starts (on Airflow 3.0, one per hook that lacks
+    its UI widgets), are noise before the one line that says whether the events went out.
+    ``OPENLINEAGE_CLIENT_LOGGING`` keeps them all."""
     if not os.environ.get("OPENLINEAGE_CLIENT_LOGGING"):
         logging.getLogger("openlineage.client").setLevel(logging.WARNING)
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+        logging.getLogger("airflow.providers_manager").setLevel(logging.WARNING)
 
 
 __all__ = [
