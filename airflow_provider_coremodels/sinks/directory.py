@@ -66,8 +66,17 @@ class DirectorySink(Sink):
 
     def _push(self, document: Document) -> SinkResult:
         fingerprint = document["fingerprint"]
-        held = _version_of(self.read_baseline())
+        stored_doc = _stored(self.read_baseline())
+        held = _version_of(stored_doc)
         if held == stored_version(document):
+            if _updates(stored_doc) != _updates(document) and document.get("snapshotStored", True):
+                # Same estate, same findings, newer asset updates: latest.json learns them (its
+                # re-audit judges freshness by them), and history, which follows changes, does not.
+                self._write(self.root / LATEST, encode(document))
+                log.info(
+                    "sink %s: fingerprint %s unchanged; latest asset updates refreshed", self.uri, fingerprint
+                )
+                return SinkResult(self.uri, unchanged=True, written=[str(self.root / LATEST)])
             log.info("sink %s: fingerprint %s and findings unchanged; nothing written", self.uri, fingerprint)
             return SinkResult(self.uri, unchanged=True)
         findings_changed = held is not None and held.partition("-")[0] == fingerprint
@@ -242,17 +251,28 @@ def _naming(exc: OSError, path: Path) -> OSError:
     return OSError(exc.errno, exc.strerror, str(path))  # OSError() picks the subclass, e.g. FileNotFoundError
 
 
-def _version_of(data: bytes | None) -> str | None:
-    """``<fingerprint>-<findings digest>`` of a stored document (``stored_version``), read without
-    decoding the estate model; None when there is none or it cannot be read."""
+def _stored(data: bytes | None) -> dict[str, Any] | None:
+    """The stored latest document, decoded; None when there is none or it cannot be read."""
     if data is None:
         return None
     try:
         stored = json.loads(data)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(stored, dict) or not isinstance(stored.get("fingerprint"), str):
+    return stored if isinstance(stored, dict) else None
+
+
+def _version_of(stored: dict[str, Any] | None) -> str | None:
+    """``<fingerprint>-<findings digest>`` of a stored document (``stored_version``); None when
+    there is none or it is not a document."""
+    if stored is None or not isinstance(stored.get("fingerprint"), str):
         return None
     if not isinstance(stored.get("findings", []), list):
         return None
     return stored_version(stored)
+
+
+def _updates(document: dict[str, Any] | None) -> Any:
+    """The newest update of each asset a document knows (its ``freshness`` part)."""
+    part = document.get("freshness") if isinstance(document, dict) else None
+    return part.get("assetUpdates") if isinstance(part, dict) else None

@@ -60,6 +60,24 @@ def test_unchanged_fingerprint_writes_nothing(tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.json")} == before
 
 
+def test_a_newer_asset_update_reaches_latest_without_a_history_entry(tmp_path: Path) -> None:
+    """The same estate and findings, but the asset was updated since: latest.json learns when (a
+    re-audit of it judges freshness by its newest update), and history, which follows changes,
+    gains nothing."""
+    sink = FileSink(tmp_path)
+    first = document()
+    first["freshness"]["assetUpdates"] = {"s3://lake/orders": "2026-11-28T05:00:00Z"}
+    sink.push(first)
+    history = sorted((tmp_path / "history").iterdir())
+    newer = document(captured_at="2026-11-30T06:00:00Z")
+    newer["freshness"]["assetUpdates"] = {"s3://lake/orders": "2026-11-30T05:00:00Z"}
+    result = sink.push(newer)
+    assert (result.unchanged, result.written) == (True, [str(tmp_path / "latest.json")])
+    stored = json.loads((tmp_path / "latest.json").read_bytes())
+    assert stored["freshness"]["assetUpdates"] == {"s3://lake/orders": "2026-11-30T05:00:00Z"}
+    assert sorted((tmp_path / "history").iterdir()) == history
+
+
 def test_changed_estate_adds_history_and_replaces_latest(tmp_path: Path) -> None:
     sink = FileSink(tmp_path)
     first, second = document("a"), document("a", "b", captured_at="2026-11-30T06:00:00Z")
