@@ -9,8 +9,11 @@ sending it:
 * ``GET /api/v2/dags?limit&offset&order_by`` and ``GET /api/v2/assets?limit&offset&order_by``:
   pages of at most 100 (a larger ``limit`` is capped, as Airflow's ``maximum_page_limit``);
 * ``GET /api/v2/dags/{dag_id}/tasks``, and ``GET /api/v2/dags/{dag_id}/details`` (a DAG
-  scheduled on assets answers with its ``asset_expression``);
-* ``GET /api/v2/assets/aliases`` and ``GET /api/v2/dagWarnings`` (no aliases, no warnings);
+  scheduled on assets answers with its ``asset_expression``; one without a description is asked
+  for its ``doc_md``);
+* ``GET /api/v2/assets/aliases``, ``GET /api/v2/dagWarnings`` and ``GET /api/v2/importErrors``
+  (no aliases, no warnings, no import errors), the asset pages again with ``only_active=false``,
+  and ``GET /ui/dependencies`` (the graph the assets' references draw);
 * ``GET /api/v2/dags?last_dag_run_state=failed``: the DAGs whose latest run failed (one in
   ``FAILED_EVERY``), for the freshness rules; the assets carry ``last_asset_event`` (3.1+).
 
@@ -79,16 +82,19 @@ class EstateServer(ThreadingHTTPServer):
         captured = json.loads((directory / "dags.json").read_bytes())["dags"]
         assets = json.loads((directory / "datasets.json").read_bytes())["assets"]
         tasks = json.loads((directory / "tasks.json").read_bytes())
-        # The list answers without a DAG's condition; its details answer with it, as Airflow does.
+        # The list answers without a DAG's condition; its details answer with it, as Airflow does
+        # (and with its doc_md, none here).
         dags = [{k: v for k, v in dag.items() if k != "asset_expression"} for dag in captured]
-        self.details = {dag["dag_id"]: _json(dag) for dag in captured if "asset_expression" in dag}
+        self.details = {dag["dag_id"]: _json({"doc_md": None, **dag}) for dag in captured}
         self.lists = {
             "dags": {"items": dags, "keys": {"dag_id"}},
             "assets": {"items": assets, "keys": {"id", "uri", "name"}},
             "asset_aliases": {"items": [], "keys": {"id"}},
             "dag_warnings": {"items": [], "keys": {"dag_id"}},
+            "import_errors": {"items": [], "keys": {"import_error_id"}},
             "failed_dags": {"items": failed_dags(dags), "keys": {"dag_id"}},
         }
+        self.graph = _json(dependency_graph(assets))
         self.tasks = {dag_id: _json(body) for dag_id, body in tasks.items()}
         self.pages: dict[tuple[str, int, int, str], bytes] = {}
         self.lock = threading.Lock()
@@ -115,6 +121,18 @@ class EstateServer(ThreadingHTTPServer):
             with self.lock:
                 self.pages[key] = body
         return body
+
+
+def dependency_graph(assets: list[dict[str, Any]]) -> dict[str, Any]:
+    """``GET /ui/dependencies`` of an estate whose code declares every reference the assets list."""
+    edges = []
+    for asset in assets:
+        node = f"asset:{asset['id']}"
+        for ref in asset["producing_tasks"]:
+            edges.append({"source_id": f"dag:{ref['dag_id']}", "target_id": node})
+        for ref in asset["scheduled_dags"]:
+            edges.append({"source_id": node, "target_id": f"dag:{ref['dag_id']}"})
+    return {"nodes": [], "edges": edges}
 
 
 def failed_dags(dags: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -200,7 +218,10 @@ class Handler(BaseHTTPRequestHandler):
             "/api/v2/assets": "assets",
             "/api/v2/assets/aliases": "asset_aliases",
             "/api/v2/dagWarnings": "dag_warnings",
+            "/api/v2/importErrors": "import_errors",
         }
+        if path == "/ui/dependencies":
+            return "graph", 200, server.graph
         if path in lists:
             kind = lists[path]
             if kind == "dags" and query.get("last_dag_run_state") == ["failed"]:
@@ -335,12 +356,15 @@ def bare_crawl(base_url: str, dag_ids: list[str], concurrency: int) -> float:
 # -- the benchmark ------------------------------------------------------------------------
 
 
-def minimum_requests(n_dags: int, n_assets: int, n_scheduled: int = 0) -> int:
-    """version + token + DAG pages + a tasks request per DAG + asset pages, for the asset model
-    a details request per asset-scheduled DAG, one alias page and one warnings page, and for the
-    freshness rules the pages of the DAGs whose latest run failed."""
-    lists = 2 + math.ceil(n_dags / PAGE_CAP) + n_dags + max(1, math.ceil(n_assets / PAGE_CAP))
-    return lists + n_scheduled + 2 + freshness_pages(n_dags)
+def minimum_requests(n_dags: int, n_assets: int, n_details: int = 0) -> int:
+    """version + token + DAG pages + a tasks request per DAG + asset pages; for the asset model a
+    details request per DAG scheduled on assets or without a description (its doc_md), one alias
+    page, one warnings page, the asset pages once more (refused assets too) and the dependency
+    graph; one page of import errors; and for the freshness rules the pages of the DAGs whose
+    latest run failed."""
+    asset_pages = max(1, math.ceil(n_assets / PAGE_CAP))
+    lists = 2 + math.ceil(n_dags / PAGE_CAP) + n_dags + asset_pages
+    return lists + n_details + 2 + asset_pages + 1 + 1 + freshness_pages(n_dags)
 
 
 def freshness_pages(n_dags: int) -> int:
@@ -372,14 +396,20 @@ def main(argv: list[str] | None = None) -> int:
         dag_ids = list(json.loads((Path(tmp) / "tasks.json").read_bytes()))
         captured_dags = json.loads((Path(tmp) / "dags.json").read_bytes())["dags"]
         n_scheduled = sum("asset_expression" in dag for dag in captured_dags)
-        minimum = minimum_requests(n_dags, n_assets, n_scheduled)
+        # a DAG scheduled on assets and without a description asks for its details once
+        n_undescribed = sum(
+            not (dag.get("description") or "").strip() and "asset_expression" not in dag
+            for dag in captured_dags
+        )
+        minimum = minimum_requests(n_dags, n_assets, n_scheduled + n_undescribed)
         print(f"machine: {machine()}; {load_note('at the start')}")
         dag_pages, asset_pages = math.ceil(n_dags / PAGE_CAP), max(1, math.ceil(n_assets / PAGE_CAP))
         print(f"estate {args.size}: {n_dags:,} DAGs, {n_assets:,} assets; "
               f"latency {args.latency_ms:g} ms per response; minimum requests {minimum:,} "
               f"(version + token + {dag_pages} DAG pages + {n_dags:,} tasks "
-              f"+ {asset_pages} asset pages + {n_scheduled:,} asset schedules "
-              f"+ 1 alias page + 1 warnings page + {freshness_pages(n_dags)} pages of failed runs "
+              f"+ {asset_pages} asset pages + {n_scheduled:,} asset schedules + {n_undescribed:,} doc_md "
+              f"+ 1 alias page + 1 warnings page + {asset_pages} pages of every asset + the dependency "
+              f"graph + 1 import errors page + {freshness_pages(n_dags)} pages of failed runs "
               f"for freshness)\n")  # fmt: skip
         rows = []
         with server_process(Path(tmp), latency) as base_url:

@@ -191,14 +191,20 @@ class AirflowApiClient:
         return f"/api/{self.info.api_version}{path}"
 
     def get_json(
-        self, path: str, params: dict[str, Any] | None = None, *, decoder: Decoder | None = None
+        self,
+        path: str,
+        params: dict[str, Any] | None = None,
+        *,
+        decoder: Decoder | None = None,
+        under_api: bool = True,
     ) -> Any:
         """GET an API path (``/dags``, not ``/api/v2/dags``) as JSON, retrying what is transient.
 
         ``decoder`` replaces the generic JSON decode, for an answer of which only a few keys
-        matter (a typed decode keeps memory to those keys).
+        matter (a typed decode keeps memory to those keys). ``under_api=False``: a path of the
+        server's own (``/ui/dependencies``), not under the API's prefix.
         """
-        full = self.api_path(path)
+        full = self.api_path(path) if under_api else path
         renewed = False
         while True:
             bearer = self._bearer

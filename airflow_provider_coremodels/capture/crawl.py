@@ -30,7 +30,7 @@ from urllib.parse import quote
 from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.capture.client import AirflowApiClient, NotFound
 from airflow_provider_coremodels.core import ABSENT, Estate, Lossiness, State, build_estate
-from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT
+from airflow_provider_coremodels.core.broken import INCLUDES_STALE, error_line, is_stale, read_import_errors
 from airflow_provider_coremodels.core.parse import (
     decode_dag_ids_page,
     reduce_asset,
@@ -40,8 +40,9 @@ from airflow_provider_coremodels.core.parse import (
     reduce_warning,
     scheduled_on_assets,
 )
+from airflow_provider_coremodels.core.references import DEPENDENCIES, reduce_graph, unchecked_record
 from airflow_provider_coremodels.errors import AuthError, CaptureError
-from airflow_provider_coremodels.redaction import scrubbed_logger
+from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 
@@ -50,6 +51,8 @@ PAGE_LIMIT = 100
 ProgressCallback = Callable[[int, int], None]
 
 
+#: The dependency graph Airflow's UI draws from the serialized DAGs (Airflow 3.0+), outside /api/v2.
+DEPENDENCIES_PATH = "/ui/dependencies"
 #: The newest events read per asset reached through an alias: who wrote it lately.
 EVENTS_LIMIT = 100
 #: Before Airflow 3.1 no asset says when it was last updated: the newest events are listed, back
@@ -70,20 +73,24 @@ class CaptureSummary:
     schedules: int = 0  # details requests: the DAGs scheduled on assets
     alias_writers: int = 0  # event requests: the assets reached through an alias
     freshness: int = 0  # page requests for the freshness rules: failed latest runs, recent events
+    documentation: int = 0  # details requests for DAGs without a description (their doc_md)
+    import_errors: int = 0  # files that do not import
 
     def line(self) -> str:
         extra = [
             f"{count} for {what}"
             for count, what in (
                 (self.schedules, "asset schedules"),
+                (self.documentation, "doc_md"),
                 (self.alias_writers, "alias writers"),
                 (self.freshness, "freshness"),
             )
             if count
         ]
         requests = f"{self.requests} requests" + (f" ({', '.join(extra)})" if extra else "")
+        broken = f", {self.import_errors} import errors" if self.import_errors else ""
         return (
-            f"captured {self.dags} DAGs, {self.tasks} tasks, {self.assets} assets: "
+            f"captured {self.dags} DAGs, {self.tasks} tasks, {self.assets} assets{broken}: "
             f"{requests}, {self.retries} retries, {self.seconds:.1f} s"
         )
 
@@ -100,12 +107,13 @@ class Capture:
     summary: CaptureSummary = field(default_factory=CaptureSummary)
 
     def estate(self, *, include_asset_extra: bool = False) -> Estate:
+        """The estate, parsed exactly as an offline audit of the captured files parses it: what
+        the capture could not get rides in the dags artifact (``lossiness``)."""
         return build_estate(
             self.dags,
             self.tasks,
             self.datasets,
             state=self.state,
-            lossiness=self.lossiness,
             include_asset_extra=include_asset_extra,
         )
 
@@ -141,6 +149,8 @@ class _List:
     max_items: int | None = None  # read no further (the newest events): ``truncated`` then
     truncated: bool = False
     pages: int = 0  # page requests sent
+    complete: bool = False  # nothing of it is out, and nothing more will be asked
+    on_complete: Callable[[], None] | None = None  # called once, when it completes or fails
 
 
 _NOTHING = object()
@@ -194,11 +204,15 @@ class _Crawl:
         # finished futures, in the order they finish: cheaper than concurrent.futures.wait,
         # which looks at every pending future on each completion (quadratic over a capture)
         self.done: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
-        self.expressions: dict[str, Any] = {}  # dag_id -> its asset condition, from its details
+        self.details: dict[str, dict[str, Any]] = {}  # dag_id -> what its details add (condition, doc_md)
         self.events: dict[str, list[Any]] = {}  # asset URI -> its newest events
         self.dags_found = 0
         self.schedules = 0
+        self.documentation = 0
         self.alias_assets = 0
+        self.stale: dict[str, Any] = {}  # dag_id -> a stale DAG: its tasks wait for the import errors
+        self.graph: Any = None  # GET /ui/dependencies, cut down (core/references.py)
+        self.graph_problem: str | None = None
         self.window = max(4, 4 * client.source.concurrency)  # requests per list, and per-item ones
         self.backlog: deque[tuple[str, Any, Callable[..., Any], tuple[Any, ...]]] = deque()
         self.items_in_flight = 0
@@ -208,7 +222,11 @@ class _Crawl:
         captured_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         info = self.client.info or self.client.connect()
         self.v2 = info.api_version == "v2"
-        dags = _List("/dags", "dags", "dag_id", "dag_id", required=True, on_item=self._dag_found)
+        # Stale DAGs too: a DAG whose file broke is stale on Airflow 3 (core/broken.py).
+        everything = {"exclude_stale": "false"} if self.v2 else {"only_active": "false"}
+        dags = _List(
+            "/dags", "dags", "dag_id", "dag_id", params=everything, required=True, on_item=self._dag_found
+        )
         assets = _List(
             "/assets" if self.v2 else "/datasets",
             "assets" if self.v2 else "datasets",
@@ -216,17 +234,22 @@ class _Crawl:
             "uri",
             on_item=self._asset_found,
         )
-        lists = [dags, assets]
-        if self.v2:  # Airflow 2 has neither asset aliases in its API nor asset conflicts
+        errors = _List("/importErrors", "import_errors", "import_error_id", "import_error_id")
+        # A stale DAG is either broken (its file does not import: kept, its tasks asked for) or
+        # gone: which, only the import errors tell, so its requests wait for both lists.
+        dags.on_complete = errors.on_complete = functools.partial(self._classify_stale, dags, errors)
+        lists = [dags, assets, errors]
+        if self.v2:  # Airflow 2 has neither asset aliases in its API nor DAG warnings
             aliases = _List("/assets/aliases", "asset_aliases", "id", "id")
-            warnings = _List(
-                "/dagWarnings", "dag_warnings", "dag_id", "dag_id", params={"warning_type": ASSET_CONFLICT}
-            )
+            warnings = _List("/dagWarnings", "dag_warnings", "dag_id", "dag_id")
+            # the assets Airflow refused to activate hide from the default list (core/conflicts.py)
+            every_asset = _List("/assets", "assets", "id", "id", params={"only_active": "false"})
             # the DAGs whose latest run failed (freshness): one filtered list, not a request per DAG
             failed = _List(
                 "/dags", "dags", "dag_id", "dag_id", params={"last_dag_run_state": "failed"}, ids_only=True
             )
             dags.then = failed  # after the DAG list: a server that ignores the filter sends it again
+            assets.then = every_asset  # likewise: never two big asset bodies at once
             lists += [aliases, warnings]
         since = _window_start(captured_at, info.api_version)
         recent = None
@@ -248,6 +271,9 @@ class _Crawl:
         try:
             for listing in lists:
                 self._page(listing, 0)
+            if self.v2:  # what the DAGs' code declares, to check the asset references against
+                graph = functools.partial(self.client.get_json, under_api=False)
+                self._later("graph", None, graph, DEPENDENCIES_PATH)
             self._drain()
         except BaseException:
             self.pool.shutdown(wait=False, cancel_futures=True)
@@ -255,7 +281,15 @@ class _Crawl:
         self.pool.shutdown(wait=True)
 
         self._note_changes(dags, "dags", "DAGs")
-        dags_doc: dict[str, Any] = {"dags": self._ordered_dags(dags), "total_entries": len(dags.items)}
+        dags_doc: dict[str, Any] = {
+            "dags": self._ordered_dags(dags),
+            "total_entries": len(dags.items),
+            INCLUDES_STALE: True,
+        }
+        if errors.failure is None:
+            dags_doc["import_errors"] = list(errors.items.values())
+        else:
+            self.lossiness.append(Lossiness("dags", f"import errors unknown: {errors.failure}"))
         datasets: Any = ABSENT
         if assets.failure is None:
             self._note_changes(assets, "datasets", "assets")
@@ -268,7 +302,7 @@ class _Crawl:
                 Lossiness("dags", "latest run states unknown on Airflow 2 (producer-failing not judged)")
             )
         if self.v2:
-            dags_doc["dag_warnings"] = self._listed(warnings, "dags", "asset conflict warnings")
+            dags_doc["dag_warnings"] = self._listed(warnings, "dags", "DAG warnings")
             if failed.failure is None:
                 dags_doc["failed_latest_run"] = sorted(failed.items)
             else:
@@ -282,10 +316,20 @@ class _Crawl:
                 datasets["asset_events"] = [
                     event for uri in sorted(self.events) for event in self.events[uri]
                 ]
+                datasets["inactive_assets"] = self._inactive(every_asset, assets)
+                if self.graph is not None:
+                    datasets[DEPENDENCIES] = self.graph
+                elif self.graph_problem is not None:
+                    self.lossiness.append(unchecked_record(self.graph_problem))
         if recent is not None and datasets is not ABSENT:
             recent_events = self._recent_events(recent, since)
             if recent_events is not None:
                 datasets["recent_events"] = recent_events
+        # What the capture could not get rides in the files too: an offline audit of them says it.
+        dags_doc["lossiness"] = [
+            {"artifact": r.artifact, "message": r.message, **({"subject": r.subject} if r.subject else {})}
+            for r in self.lossiness
+        ]
         state = State(__version__, info.airflow_version, info.api_version, captured_at)
         summary = CaptureSummary(
             dags=len(dags.items),
@@ -295,6 +339,8 @@ class _Crawl:
             retries=self.client.stats.retries,
             seconds=time.monotonic() - started,
             schedules=self.schedules,
+            documentation=self.documentation,
+            import_errors=len(errors.items),
             alias_writers=self.alias_assets,
             freshness=sum(listing.pages for listing in (failed, recent) if listing is not None)
             if self.v2
@@ -310,15 +356,31 @@ class _Crawl:
         )
 
     def _ordered_dags(self, dags: _List) -> list[Any]:
-        """The DAGs by dag_id, each asset-scheduled one with the condition its details gave."""
+        """The DAGs by dag_id, each with what its details gave (an asset condition, a doc_md)."""
         ordered = []
         for dag_id in sorted(dags.items):
             dag = dags.items[dag_id]
-            if dag_id in self.expressions and isinstance(dag, dict):
-                key = "asset_expression" if self.v2 else "dataset_expression"
-                dag = {**dag, key: self.expressions[dag_id]}
+            if dag_id in self.details and isinstance(dag, dict):
+                dag = {**dag, **self.details[dag_id]}
             ordered.append(dag)
         return ordered
+
+    def _inactive(self, every: _List, active: _List) -> list[Any]:
+        """The assets of ``GET /assets?only_active=false`` that the default list lacks and some DAG
+        references: a refused twin shows only here until the scheduler warns of it."""
+        if every.failure is not None:
+            self.lossiness.append(
+                Lossiness("datasets", f"assets Airflow refused to activate unknown: {every.failure}")
+            )
+            return []
+        ids = {raw.get("id") for raw in active.items.values() if isinstance(raw, dict)}
+        return [
+            raw
+            for asset_id, raw in every.items.items()
+            if isinstance(raw, dict)
+            and asset_id not in ids
+            and any(raw.get(key) for key in ("producing_tasks", "scheduled_dags", "consuming_tasks"))
+        ]
 
     def _recent_events(self, listing: _List, since: str | None) -> dict[str, Any] | None:
         """The newest events as the parse reads them: complete back to ``since`` (the window's
@@ -383,6 +445,7 @@ class _Crawl:
         handlers: dict[str, Callable[[Any, Future[Any]], None]] = {
             "tasks": self._tasks_done,
             "details": self._details_done,
+            "graph": self._graph_done,
             "events": self._events_done,
             "page": lambda key, future: self._page_done(key[0], key[1], future),
         }
@@ -409,8 +472,11 @@ class _Crawl:
 
     def _page_done(self, listing: _List, offset: int, future: Future[Any]) -> None:
         listing.in_flight -= 1
-        if listing.failure is not None or listing.stopped is not None:
-            return  # another page of this list failed, or its paging was stopped
+        if listing.failure is None and listing.stopped is None:  # else another page failed, or paging stopped
+            self._read_page(listing, offset, future)
+        self._settle(listing)
+
+    def _read_page(self, listing: _List, offset: int, future: Future[Any]) -> None:
         try:
             body = future.result()
         except CaptureError as exc:  # an AuthError too: a user may read DAGs but not, say, warnings
@@ -441,8 +507,10 @@ class _Crawl:
             new += 1
             if listing.ids_only:
                 listing.items[item_id] = None
+            elif self.keep_raw and listing.key != "import_errors":  # a traceback is never kept whole
+                listing.items[item_id] = raw
             else:
-                listing.items[item_id] = raw if self.keep_raw else self._reduce(listing.key, raw)
+                listing.items[item_id] = self._reduce(listing.key, raw)
             if listing.on_item is not None:
                 listing.on_item(raw)
         if offset and items and not new:
@@ -455,14 +523,17 @@ class _Crawl:
             listing.planned_end = total if isinstance(total, int) else 0
         self._fill(listing)
         self._maybe_more(listing)
-        self._start_next(listing)
 
-    def _start_next(self, listing: _List) -> None:
-        """Once ``listing`` is complete (nothing of it out, nothing more asked), start its ``then``."""
-        follower = listing.then
-        if follower is not None and not listing.in_flight:
-            listing.then = None
-            self._page(follower, 0)
+    def _settle(self, listing: _List) -> None:
+        """Once ``listing`` is complete (nothing of it out, nothing more asked, or it failed):
+        start its ``then`` (unless it failed) and tell its ``on_complete``, once."""
+        if listing.in_flight or listing.complete:
+            return
+        listing.complete = True
+        if listing.then is not None and listing.failure is None:  # what follows a failed list is moot
+            self._page(listing.then, 0)
+        if listing.on_complete is not None:
+            listing.on_complete()
 
     def _fill(self, listing: _List) -> None:
         """Request the first sweep's pages, no more than ``window`` of them out at once.
@@ -494,6 +565,8 @@ class _Crawl:
         self.lossiness.append(Lossiness("datasets", message))
 
     def _reduce(self, key: str, raw: Any) -> Any:
+        if key == "import_errors":
+            return reduce_import_error(raw)
         if key in ("asset_events", "dataset_events"):
             return reduce_recent_event(raw)
         if key == "dags":
@@ -530,7 +603,15 @@ class _Crawl:
         dag_id = raw["dag_id"]
         if not isinstance(dag_id, str):
             return
+        if is_stale(raw):
+            self.stale[dag_id] = raw  # broken or gone: the import errors will tell (_classify_stale)
+            return
         self.dags_found += 1
+        self._ask_about(dag_id, raw)
+
+    def _ask_about(self, dag_id: str, raw: Any) -> None:
+        """A DAG's tasks, and its details where the list does not say enough: the condition of a
+        DAG scheduled on assets, the ``doc_md`` of one without a description."""
         if dag_id in (".", ".."):
             # Legal dag_ids that no URL path can name: encoded or not, clients and servers read
             # them as "here" and "up", and /dags/../tasks is another endpoint.
@@ -538,9 +619,27 @@ class _Crawl:
             return
         path = f"/dags/{quote(dag_id, safe='')}"
         self._later("tasks", dag_id, self.client.get_json, f"{path}/tasks")
+        wants = []
         if scheduled_on_assets(raw):
             self.schedules += 1
-            self._later("details", dag_id, self.client.get_json, f"{path}/details")
+            wants.append("asset_expression" if self.v2 else "dataset_expression")
+        description = raw.get("description")
+        if not (isinstance(description, str) and description.strip()):
+            self.documentation += 1
+            wants.append("doc_md")
+        if wants:
+            self._later("details", (dag_id, tuple(wants)), self.client.get_json, f"{path}/details")
+
+    def _classify_stale(self, dags: _List, errors: _List) -> None:
+        """Once the DAG list and the import errors are in: ask about the stale DAGs whose file does
+        not import (kept as last parsed); the others are gone, and nothing is asked of them."""
+        if not (dags.complete and errors.complete) or not self.stale:
+            return
+        stale, self.stale = self.stale, {}
+        broken = read_import_errors({"import_errors": list(errors.items.values())}, stale, [])[1]
+        for dag_id in sorted(broken):
+            self.dags_found += 1
+            self._ask_about(dag_id, stale[dag_id])
 
     def _asset_found(self, raw: Any) -> None:
         """An asset reached through an alias: one page of its newest events names who wrote it."""
@@ -551,14 +650,48 @@ class _Crawl:
         params = {"asset_id": asset_id, "limit": EVENTS_LIMIT, "order_by": "-timestamp"}
         self._later("events", uri, self.client.get_json, "/assets/events", params)
 
-    def _details_done(self, dag_id: str, future: Future[Any]) -> None:
-        key = "asset_expression" if self.v2 else "dataset_expression"
-        found, problem = _answer(future, lambda body: body.get(key, _NOTHING), f"no {key}")
-        if problem is None:
-            self.expressions[dag_id] = found
+    def _details_done(self, key: tuple[str, tuple[str, ...]], future: Future[Any]) -> None:
+        dag_id, wants = key
+        problem: str | None = None
+        try:
+            body = future.result()
+        except AuthError:
+            raise
+        except CaptureError as exc:
+            body, problem = None, str(exc)
+        if problem is None and not isinstance(body, dict):
+            problem = "the answer is not an object"
+        for want in wants:
+            if isinstance(body, dict) and want in body:
+                self.details.setdefault(dag_id, {})[want] = body[want]
+            elif want != "doc_md":  # a missing doc_md is a DAG without one
+                why = problem or f"the answer has no {want}"
+                self.lossiness.append(
+                    Lossiness(
+                        "dags", f"the asset schedule of DAG '{dag_id}' could not be captured: {why}", dag_id
+                    )
+                )
+            elif problem is not None:
+                self.lossiness.append(
+                    Lossiness(
+                        "dags", f"the doc_md of DAG '{dag_id}' could not be captured: {problem}", dag_id
+                    )
+                )
+
+    def _graph_done(self, _: None, future: Future[Any]) -> None:
+        """The dependency graph, or why there is none (said only where there are assets to check)."""
+        try:
+            body = future.result()
+        except AuthError as exc:  # the capture user may read DAGs but not their dependencies
+            self.graph_problem = f"GET {DEPENDENCIES_PATH} was refused: {exc}"
             return
-        why = f"the asset schedule of DAG '{dag_id}' could not be captured: {problem}"
-        self.lossiness.append(Lossiness("dags", why, dag_id))
+        except CaptureError as exc:
+            self.graph_problem = f"GET {DEPENDENCIES_PATH} could not be read: {exc}"
+            return
+        if not (isinstance(body, dict) and isinstance(body.get("edges"), list)):
+            self.graph_problem = f"GET {DEPENDENCIES_PATH} answered without an edge list"
+            return
+        self.graph = body if self.keep_raw else reduce_graph(body)
 
     def _events_done(self, uri: str, future: Future[Any]) -> None:
         def events(body: dict[str, Any]) -> Any:
@@ -631,6 +764,21 @@ def _window_start(captured_at: str, api_version: str | None) -> str | None:
         return None
     start = datetime.strptime(captured_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
     return (start - timedelta(days=RECENT_EVENTS_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def reduce_import_error(raw: Any) -> Any:
+    """An import error as the capture keeps it, raw or not: its file, and the first line of its
+    error, scrubbed. A traceback can quote anything the DAG file holds (a connection string, say)
+    and runs to any length: the whole of it stays in Airflow, whose Import Errors view shows it."""
+    if not isinstance(raw, dict):
+        return raw
+    kept = {
+        key: raw[key] for key in ("import_error_id", "filename", "bundle_name", "timestamp") if key in raw
+    }
+    trace = raw.get("stack_trace")
+    if isinstance(trace, str):
+        kept["stack_trace"] = SECRETS.scrub(error_line(trace))
+    return kept
 
 
 def reduce_recent_event(raw: Any) -> Any:

@@ -63,8 +63,10 @@ WAIVERS = ArgSpec(
 SOURCE_ROOT = ArgSpec(
     ("--source-root",),
     {
-        "metavar": "DIR",
-        "help": "with --format sarif: the DAG folder's path inside the repository, prefixed to each location",
+        "metavar": "[BUNDLE=]DIR",
+        "action": "append",
+        "help": "with --format sarif: the DAG folder's path inside the repository, prefixed to each "
+        "location; BUNDLE=DIR for one bundle's files (repeatable)",
     },
 )
 FAIL_ON_ARG = ArgSpec(

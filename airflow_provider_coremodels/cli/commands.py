@@ -403,13 +403,28 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
         from airflow_provider_coremodels.core.sarif import render_sarif
 
         return render_sarif(
-            document, tool_version=__version__, source_root=args.source_root, waivers_path=args.waivers
+            document,
+            tool_version=__version__,
+            source_root=source_roots(args.source_root),
+            waivers_path=args.waivers,
         )
     if args.format == "markdown":
         from airflow_provider_coremodels.core.markdown import render_markdown
 
         return render_markdown(document).rstrip("\n")
     return render_table(document)
+
+
+def source_roots(given: list[str] | None) -> dict[str | None, str]:
+    """``--source-root`` values: ``DIR`` for every bundle, ``BUNDLE=DIR`` for one; the last wins."""
+    roots: dict[str | None, str] = {}
+    for value in given or ():
+        bundle, sep, root = value.partition("=")
+        if sep and bundle and "/" not in bundle:
+            roots[bundle] = root
+        else:
+            roots[None] = value
+    return roots
 
 
 def exit_code(findings: list[dict[str, Any]], fail_on: str) -> int:

@@ -9,16 +9,30 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 
+from airflow_provider_coremodels.core.broken import with_outlets
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.conditions import AssetIndex, ConditionError, from_text
 from airflow_provider_coremodels.core.conflicts import AssetConflict, read_conflicts
 from airflow_provider_coremodels.core.freshness import FreshnessStatus, judge, parse_time
-from airflow_provider_coremodels.core.model import ASSET, DAG, VIA_ALIAS, Dataset, Edge, Estate, Finding
+from airflow_provider_coremodels.core.model import (
+    ASSET,
+    DAG,
+    DOC_MD_KEY,
+    VIA_ALIAS,
+    VIA_INLET,
+    WATCHED_KEY,
+    WATCHED_UNKNOWN,
+    BrokenFile,
+    Dataset,
+    Edge,
+    Estate,
+    Finding,
+    Materialization,
+)
 from airflow_provider_coremodels.core.rules import make_finding
 from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
 
@@ -49,6 +63,9 @@ class AuditResult:
     freshness: FreshnessStatus = dataclasses.field(
         default_factory=lambda: FreshnessStatus(None, reason="not judged")
     )
+    #: The estate's broken files as judged: with the assets their DAGs produced in the baseline
+    #: (what the document stores, so a re-audit without that baseline says the same).
+    import_errors: tuple[BrokenFile, ...] = ()
 
 
 @gc_paused()
@@ -72,15 +89,16 @@ def audit(
     """
     dags = {d.identity: d for d in estate.datasets if d.materialization == DAG}
     sides = lineage_sides(estate)
-    alternatives = alternative_inputs(estate)
-    findings = list(conformance(estate, dags, sides, alternatives))
+    notes = Notes(alternative_inputs(estate), estate.unconfirmed_inlets(), sides, assets_by_uri(estate))
+    broken = recall_outlets(estate.import_errors, baseline.estate if baseline is not None else None)
+    findings = list(conformance(estate, dags, sides, notes, broken))
     fresh, freshness_status = judge(
         estate,
         sides,
         dags,
         now=now or (None if estate.freshness.judged_at else capture_time(estate)),
         tolerance=tolerance,
-        note=functools.partial(_alternative_note, alternatives=alternatives),
+        note=notes,
     )
     findings.extend(fresh)
     if baseline is None:
@@ -97,7 +115,7 @@ def audit(
     if waivers:
         findings = apply_waivers(findings, waivers, today or dt.datetime.now(dt.timezone.utc).date())
     findings.sort(key=lambda f: (f.section, f.code, f.subject, f.detail or ""))
-    return AuditResult(tuple(findings), status, freshness_status)
+    return AuditResult(tuple(findings), status, freshness_status, broken)
 
 
 def capture_time(estate: Estate) -> dt.datetime | None:
@@ -114,6 +132,8 @@ def capture_time(estate: Estate) -> dt.datetime | None:
 #: Airflow 3 loads its own example DAGs (``[core] load_examples``) as a bundle of this name;
 #: Airflow 2 from its package's example_dags folder.
 EXAMPLES_BUNDLE = "example_dags"
+#: Airflow 3.3 also loads each installed provider's example DAGs, as ``<distribution>-example-dags``.
+PROVIDER_EXAMPLES_SUFFIX = "-example-dags"
 _AIRFLOW2_EXAMPLES = "/airflow/example_dags/"
 
 
@@ -135,46 +155,103 @@ def conformance(
     estate: Estate,
     dags: Mapping[str, Dataset],
     sides: Mapping[str, Sides],
-    alternatives: Mapping[str, set[str]],
+    notes: Notes,
+    broken: tuple[BrokenFile, ...] = (),
 ) -> Iterator[Finding]:
-    """The conformance rules; ``dags``, ``sides`` and ``alternatives`` are the estate's DAGs by id,
-    ``lineage_sides`` and ``alternative_inputs``, worked out once for every rule."""
-    examples = sorted(dag_id for dag_id, dag in dags.items() if is_airflow_example(dag))
+    """The conformance rules; ``dags`` and ``sides`` are the estate's DAGs by id and
+    ``lineage_sides``, ``notes`` what a finding says of an asset's consumers, worked out once for
+    every rule; ``broken`` the estate's broken files, knowing what their DAGs produced
+    (``recall_outlets``)."""
+    examples: dict[str, list[str]] = defaultdict(list)
     for dag_id, dag in dags.items():
-        if dag_id in examples:
-            continue  # Airflow's code, not the team's: one examples-loaded finding says so
+        bundle = example_bundle(dag)
+        if bundle is not None:
+            examples[bundle].append(dag_id)
+            continue  # Airflow's code, not the team's: one examples-loaded finding per bundle says so
         if finding := dag_no_description(dag):
             yield finding
         if finding := dag_no_owner(dag):
             yield finding
-    if examples:
-        yield examples_loaded(examples)
+    for bundle in sorted(examples):
+        yield examples_loaded(bundle, sorted(examples[bundle]))
+    starved_by = _starved_by(broken, sides)
+    for file in broken:
+        yield dag_import_error(file, sides, dags)
     for asset in estate.datasets:
         if asset.materialization != ASSET:
             continue
         asset_sides = sides.get(asset.identity, Sides())
-        if finding := asset_unproduced(asset, asset_sides, dags, alternatives):
+        if finding := asset_unproduced(asset, asset_sides, dags, notes, starved_by.get(asset.identity)):
             yield finding
-        if finding := paused_producer(asset, asset_sides, dags, alternatives):
+        if finding := paused_producer(asset, asset_sides, dags, notes):
             yield finding
     yield from asset_conflicts(dags)
 
 
-def is_airflow_example(dag: Dataset) -> bool:
+def example_bundle(dag: Dataset) -> str | None:
+    """The example bundle a DAG comes from, or None for the team's own DAGs: Airflow's own
+    (``example_dags``) and, from Airflow 3.3, each provider's (``<distribution>-example-dags``);
+    on Airflow 2, which has no bundles, a file in Airflow's own ``example_dags`` folder."""
     bundle = dag.metadata.get("airflow.bundle")
     if bundle is not None:
-        return bundle == EXAMPLES_BUNDLE
-    return _AIRFLOW2_EXAMPLES in (dag.physical_name or "")
+        return bundle if bundle == EXAMPLES_BUNDLE or bundle.endswith(PROVIDER_EXAMPLES_SUFFIX) else None
+    return EXAMPLES_BUNDLE if _AIRFLOW2_EXAMPLES in (dag.physical_name or "") else None
 
 
-def examples_loaded(dag_ids: list[str]) -> Finding:
+def examples_loaded(bundle: str, dag_ids: list[str]) -> Finding:
     shown = ", ".join(dag_ids[:5]) + (", ..." if len(dag_ids) > 5 else "")
     count = f"{len(dag_ids)} example DAG{'s' if len(dag_ids) != 1 else ''}"
-    return make_finding("examples-loaded", EXAMPLES_BUNDLE, f"{count}: {shown}")
+    return make_finding("examples-loaded", bundle, f"{count}: {shown}")
+
+
+def recall_outlets(broken: tuple[BrokenFile, ...], baseline: Estate | None) -> tuple[BrokenFile, ...]:
+    """The broken files, each knowing the assets its DAGs produced in the baseline as well.
+
+    Airflow clears a stale DAG's references once any DAG file is deleted, so whether the API
+    still names what a broken DAG produced depends on the deployment's history; the baseline
+    does not: captured while the file imported, its lineage says; captured while it was already
+    broken, its own broken files do.
+    """
+    if not broken or baseline is None:
+        return broken
+    outlets: dict[str, set[str]] = defaultdict(set)
+    for edge in baseline.lineage:
+        if edge.producing:
+            outlets[edge.dag_id].add(edge.asset)
+    for file in baseline.import_errors:  # a file already broken then: what it was known to produce
+        for dag_id, uri in file.outlets:
+            outlets[dag_id].add(uri)
+    return with_outlets(broken, outlets)
+
+
+def _starved_by(broken: tuple[BrokenFile, ...], sides: Mapping[str, Sides]) -> dict[str, list[BrokenFile]]:
+    """The assets a broken file leaves with no producer (nothing else produces them), and the files."""
+    starved: dict[str, list[BrokenFile]] = defaultdict(list)
+    for file in broken:
+        for uri in file.assets():
+            if not sides.get(uri, Sides()).producers:
+                starved[uri].append(file)
+    return starved
+
+
+def dag_import_error(file: BrokenFile, sides: Mapping[str, Sides], dags: Mapping[str, Dataset]) -> Finding:
+    """A file that does not import: the DAGs it held, the error, and the consumers left waiting
+    on what only those DAGs produced."""
+    detail = f"dags: {', '.join(file.dags) if file.dags else 'none'}; {file.error}"
+    starving = []
+    for uri in file.assets():
+        asset_sides = sides.get(uri, Sides())
+        consumers = sorted(c for c in asset_sides.consumer_ids() if c in dags)
+        if consumers and not asset_sides.producers:
+            starving.append(f"{', '.join(consumers)} (through {uri})")
+    if starving:
+        detail += "; starves: " + "; ".join(starving)
+    return make_finding("dag-import-error", file.file, detail)
 
 
 def dag_no_description(dag: Dataset) -> Finding | None:
-    if dag.description and dag.description.strip():
+    """No description, or only white space; a ``doc_md`` (Airflow's own documentation field) counts."""
+    if (dag.description and dag.description.strip()) or dag.metadata.get(DOC_MD_KEY) == "true":
         return None
     return make_finding("dag-no-description", dag.identity, None)
 
@@ -189,19 +266,27 @@ def dag_no_owner(dag: Dataset) -> Finding | None:
 
 
 def asset_unproduced(
-    asset: Dataset, sides: Sides, dags: Mapping[str, Dataset], alternatives: Mapping[str, set[str]]
+    asset: Dataset,
+    sides: Sides,
+    dags: Mapping[str, Dataset],
+    notes: Notes,
+    broken: list[BrokenFile] | None = None,
 ) -> Finding | None:
     """Consumed by a described DAG, and nothing can update it: no producing edge (external
-    producers count), no watcher, no alias that a DAG writes through."""
+    producers count), no watcher, no alias that a DAG writes through. ``broken``: the files that
+    do not import whose DAGs produced it, named in the detail (the cause, and its fix)."""
     described = sorted(c for c in sides.consumer_ids() if c in dags)
     if sides.producers or not described or _updated_from_outside(asset) or _aliases(asset):
         return None
-    detail = "consumers: " + ", ".join(described) + _alternative_note(asset.identity, described, alternatives)
-    return make_finding("asset-unproduced", asset.identity, detail)
+    detail = "consumers: " + ", ".join(described) + notes.on_consumers(asset.identity, described)
+    for file in broken or ():
+        producers = ", ".join(file.producers_of(asset.identity))
+        detail += f"; its producer {producers} does not import ({file.file})"
+    return make_finding("asset-unproduced", asset.identity, detail + watchers_note(asset))
 
 
 def paused_producer(
-    asset: Dataset, sides: Sides, dags: Mapping[str, Dataset], alternatives: Mapping[str, set[str]]
+    asset: Dataset, sides: Sides, dags: Mapping[str, Dataset], notes: Notes
 ) -> Finding | None:
     """Every producer paused, some consumer active.
 
@@ -221,9 +306,7 @@ def paused_producer(
     if not active:
         return None
     detail = f"producers: {', '.join(sorted(producers))}; active consumers: {', '.join(active)}"
-    return make_finding(
-        "paused-producer", asset.identity, detail + _alternative_note(asset.identity, active, alternatives)
-    )
+    return make_finding("paused-producer", asset.identity, detail + notes(asset.identity, active))
 
 
 def asset_conflicts(dags: Mapping[str, Dataset]) -> Iterator[Finding]:
@@ -240,18 +323,58 @@ def asset_conflicts(dags: Mapping[str, Dataset]) -> Iterator[Finding]:
 
 def _updated_from_outside(asset: Dataset) -> bool:
     """A watcher (an event-driven trigger) updates the asset from outside Airflow's DAGs."""
-    return asset.metadata.get("airflow.watched") == "true"
+    return asset.metadata.get(WATCHED_KEY) == "true"
+
+
+def watchers_note(asset: Dataset) -> str:
+    """What a finding that assumes no watcher must say where the API could not tell (the parse's
+    lossiness says why: Airflow before 3.2 lists no watchers; 3.2 and later list an asset's only
+    while a DAG scheduled on it is unpaused)."""
+    if asset.metadata.get(WATCHED_KEY) != WATCHED_UNKNOWN:
+        return ""
+    return "; watchers unknown: an event-driven trigger Airflow does not list may update it"
 
 
 def _aliases(asset: Dataset) -> list[str]:
     return [alias for alias in asset.metadata.get("airflow.aliases", "").split(",") if alias]
 
 
-def _alternative_note(uri: str, consumers: list[str], alternatives: Mapping[str, set[str]]) -> str:
-    """Which of these consumers have the asset as one alternative among others: they still run
-    without it. The rest require it (a schedule on it alone, or on it and others with ``&``)."""
-    optional = [dag_id for dag_id in consumers if uri in alternatives.get(dag_id, ())]
-    return f"; only an alternative input of: {', '.join(optional)}" if optional else ""
+def assets_by_uri(estate: Estate) -> dict[str, Dataset]:
+    return {d.identity: d for d in estate.datasets if d.materialization == ASSET}
+
+
+@dataclass(frozen=True, slots=True)
+class Notes:
+    """What a finding that names an asset's consumers adds: those that run without it (it is one
+    alternative among others), those that read it only through a task inlet only Airflow's
+    references tell (``Estate.unconfirmed_inlets``), and watchers the API cannot see. Called as
+    ``notes(uri, consumers)``: all of it, the form the freshness rules take."""
+
+    alternatives: Mapping[str, set[str]]
+    unconfirmed: set[str]
+    sides: Mapping[str, Sides]
+    assets: Mapping[str, Dataset]
+
+    def __call__(self, uri: str, consumers: list[str]) -> str:
+        asset = self.assets.get(uri)
+        return self.on_consumers(uri, consumers) + (watchers_note(asset) if asset else "")
+
+    def on_consumers(self, uri: str, consumers: list[str]) -> str:
+        note = ""
+        optional = [dag_id for dag_id in consumers if uri in self.alternatives.get(dag_id, ())]
+        if optional:
+            note += f"; only an alternative input of: {', '.join(optional)}"
+        if self.unconfirmed:
+            edges = self.sides.get(uri, Sides()).consumers
+            through_inlet = {e.dag_id for e in edges if e.via == VIA_INLET}
+            other = {e.dag_id for e in edges if e.via != VIA_INLET}
+            doubtful = [c for c in consumers if c in self.unconfirmed and c in through_inlet - other]
+            if doubtful:
+                note += (
+                    "; read only through a task inlet Airflow may keep after the code drops it: "
+                    + ", ".join(doubtful)
+                )
+        return note
 
 
 def alternative_inputs(estate: Estate) -> dict[str, set[str]]:
@@ -314,6 +437,40 @@ def drift(estate: Estate, baseline: Estate) -> Iterator[Finding]:
                 dataset.identity,
                 f"was {_A_KIND[dataset.materialization]}",
             )
+    if estate.lineage_known() and baseline.lineage_known():
+        yield from lineage_drift(estate, baseline, current.keys() & previous.keys())
+
+
+def lineage_drift(
+    estate: Estate, baseline: Estate, both: Set[tuple[Materialization, str]]
+) -> Iterator[Finding]:
+    """Edges added and removed between two datasets that are in both snapshots.
+
+    An edge whose DAG or asset is new or gone is the dataset finding's to tell, and one whose DAG
+    does not import the import error's: each is said once, where its cause is.
+    """
+    broken = estate.broken_dags().keys() | baseline.broken_dags().keys()
+
+    def comparable(edge: Edge) -> bool:
+        dag_end, asset_end = (DAG, edge.dag_id), (ASSET, edge.asset)
+        return dag_end in both and asset_end in both and edge.dag_id not in broken
+
+    now = {edge.key: edge for edge in estate.lineage if comparable(edge)}
+    then = {edge.key: edge for edge in baseline.lineage if comparable(edge)}
+    for key in now.keys() - then.keys():
+        yield make_finding("lineage-added", edge_subject(now[key]), _edge_detail(now[key]))
+    for key in then.keys() - now.keys():
+        yield make_finding("lineage-removed", edge_subject(then[key]), _edge_detail(then[key]))
+
+
+def edge_subject(edge: Edge) -> str:
+    """How a lineage finding names its edge: ``<dependsOn> -> <dependent>``, the way data flows."""
+    return f"{edge.depends_on} -> {edge.dependent}"
+
+
+def _edge_detail(edge: Edge) -> str:
+    role = "produces" if edge.producing else ("reads (task inlet)" if edge.via == VIA_INLET else "consumes")
+    return f"DAG {edge.dag_id} {role} asset {edge.asset}"
 
 
 def _field_drift(dag: Dataset, before: Dataset, *, known_now: bool, known_then: bool) -> Iterator[Finding]:

@@ -9,15 +9,19 @@ the refused one, one line per refused asset::
     already associated to 's3://lake/inventory/v1'
 
 The parse keeps these lines on the DAG (``airflow.assetConflict``); the audit and SARIF read
-them back through ``read_conflicts``.
+them back through ``read_conflicts``. The scheduler writes the warning at its next asset pass; until
+then the refused asset is only in ``GET /assets?only_active=false``, which the capture lists too
+(``inactive_assets``), and ``refused_twins`` words the same lines from it, so the finding is there
+from the first capture and the same after the scheduler's pass.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 #: ``GET /api/v2/dagWarnings``'s ``warning_type`` for these warnings.
 ASSET_CONFLICT = "asset conflict"
@@ -74,3 +78,59 @@ def _literal(text: str) -> str | None:
     except (ValueError, SyntaxError):
         return None
     return value if isinstance(value, str) else None
+
+
+def conflict_line(name: str, uri: str, group: str, clash: Literal["name", "uri"], holder: str) -> str:
+    """A refused asset's line, worded exactly as Airflow's scheduler words it."""
+    return (
+        f'Cannot activate asset Asset(name="{name}", uri="{uri}", group="{group}"); '
+        f"{clash} is already associated to {holder!r}"
+    )
+
+
+#: The keys of an asset object that name the DAGs referencing it, across API versions.
+_REFERENCE_KEYS = ("producing_tasks", "scheduled_dags", "consuming_dags", "consuming_tasks")
+
+
+def refused_twins(active: Iterable[Any], inactive: Iterable[Any]) -> dict[str, list[str]]:
+    """The conflict lines for the inactive assets whose name or URI an active asset holds, by the
+    DAG that references each (as the scheduler decides: the name first, then the URI)."""
+    name_to_uri: dict[str, str] = {}
+    uri_to_name: dict[str, str] = {}
+    for raw in active:
+        uri, name = _field(raw, "uri"), _field(raw, "name")
+        if uri:
+            name_to_uri.setdefault(name or uri, uri)
+            uri_to_name.setdefault(uri, name or uri)
+    lines: dict[str, list[str]] = {}
+    for raw in inactive:
+        uri = _field(raw, "uri")
+        if not uri:
+            continue
+        name, group = _field(raw, "name") or uri, _field(raw, "group") or "asset"
+        holder_uri, holder_name = name_to_uri.get(name), uri_to_name.get(uri)
+        if holder_uri is not None and holder_uri != uri:
+            line = conflict_line(name, uri, group, "name", holder_uri)
+        elif holder_name is not None and holder_name != name:
+            line = conflict_line(name, uri, group, "uri", holder_name)
+        else:
+            continue  # not a twin: an asset no DAG references any more (the scheduler orphaned it)
+        for dag_id in _referencing(raw):
+            lines.setdefault(dag_id, []).append(line)
+    return lines
+
+
+def _referencing(raw: Mapping[str, Any]) -> set[str]:
+    found = set()
+    for key in _REFERENCE_KEYS:
+        refs = raw.get(key)
+        for ref in refs if isinstance(refs, list) else ():
+            dag_id = ref.get("dag_id") if isinstance(ref, dict) else None
+            if isinstance(dag_id, str) and dag_id:
+                found.add(dag_id)
+    return found
+
+
+def _field(raw: Any, key: str) -> str | None:
+    value = raw.get(key) if isinstance(raw, dict) else None
+    return value if isinstance(value, str) and value else None

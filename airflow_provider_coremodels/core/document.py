@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,6 +27,7 @@ from airflow_provider_coremodels.core.model import (
     DAG,
     READABLE_SCHEMA_VERSIONS,
     SCHEMA_VERSION,
+    BrokenFile,
     Dataset,
     Edge,
     Estate,
@@ -109,6 +110,20 @@ def finding_json(finding: Finding) -> dict[str, Any]:
     if finding.waived is not None:
         out["waived"] = {"reason": finding.waived.reason, "expires": finding.waived.expires}
     return out
+
+
+def import_error_json(broken: BrokenFile) -> dict[str, Any]:
+    outlets: dict[str, list[str]] = {}
+    for dag_id, uri in broken.outlets:
+        outlets.setdefault(dag_id, []).append(uri)
+    return {
+        "file": broken.file,
+        "bundle": broken.bundle,
+        "path": broken.path,
+        "error": broken.error,
+        "dags": list(broken.dags),
+        "outlets": outlets,
+    }
 
 
 def lossiness_json(record: Lossiness) -> dict[str, Any]:
@@ -245,6 +260,9 @@ def _build_document(estate: Estate, result: AuditResult, max_snapshot_bytes: int
         },
         # volatile: judged by the freshness rules, outside the fingerprint (core/freshness.py)
         "freshness": freshness_json(estate.freshness, result.freshness),
+        # the files that do not import, as the audit judged them (core/broken.py): outside the
+        # fingerprint, like an error's wording; what they change in the lineage is inside it
+        "importErrors": [import_error_json(b) for b in result.import_errors or estate.import_errors],
     }
     # len(encode(document)), without encoding the datasets and lineage once more
     size = len(encode({**document, "datasets": [], "lineage": []})) - len(b"[][]") + governed_bytes
@@ -339,7 +357,13 @@ def _read_checked(data: bytes | str) -> StoredSnapshot:
         lineage = _v1_edges(raw_lineage, datasets, reader, lossiness)
     else:
         lineage = [reader.edge(raw, f"lineage[{i}]") for i, raw in enumerate(raw_lineage)]
-    return _stored(stored_fingerprint, state, datasets, lineage, lossiness, doc.get("freshness"), version)
+    broken = tuple(
+        reader.broken_file(raw, f"importErrors[{i}]")
+        for i, raw in enumerate(reader.arr(doc.get("importErrors", []), "importErrors"))
+    )
+    return _stored(
+        stored_fingerprint, state, datasets, lineage, lossiness, doc.get("freshness"), version, broken
+    )
 
 
 def _as_read(records: Iterable[Lossiness]) -> list[Lossiness]:
@@ -356,6 +380,7 @@ def _stored(
     lossiness: list[Lossiness],
     freshness: Any,
     version: int,
+    broken: tuple[BrokenFile, ...] = (),
 ) -> StoredSnapshot:
     """The estate read back, in the model's order, its stored fingerprint checked against it."""
     datasets.sort(key=lambda d: (d.materialization, d.identity))
@@ -376,7 +401,9 @@ def _stored(
             )
         )
     lineage.sort(key=lambda e: e.key)
-    estate = Estate(tuple(datasets), tuple(lineage), state, tuple(lossiness), read_freshness_json(freshness))
+    estate = Estate(
+        tuple(datasets), tuple(lineage), state, tuple(lossiness), read_freshness_json(freshness), broken
+    )
     return StoredSnapshot(stored_fingerprint, state, estate)
 
 
@@ -424,6 +451,15 @@ class _StoredState(msgspec.Struct, rename="camel", gc=False):
     deployments: tuple[str, ...] = ()
 
 
+class _StoredBrokenFile(msgspec.Struct, gc=False):
+    file: NonEmptyText
+    path: NonEmptyText
+    error: str
+    bundle: str | None = None
+    dags: tuple[str, ...] = ()
+    outlets: dict[str, tuple[str, ...]] = {}
+
+
 class _StoredDocument(msgspec.Struct, rename="camel"):
     connector: Literal["airflow"]
     schema_version: Literal[2]
@@ -433,6 +469,7 @@ class _StoredDocument(msgspec.Struct, rename="camel"):
     lineage: list[_StoredEdge] | msgspec.UnsetType = msgspec.UNSET
     lossiness: list[_StoredLossiness] = []
     freshness: Any = None
+    import_errors: list[_StoredBrokenFile] = []
 
 
 _DECODER = msgspec.json.Decoder(_StoredDocument)
@@ -486,7 +523,15 @@ def _read_typed(data: bytes | str) -> StoredSnapshot | None:
         for e in doc.lineage
     ]
     lossiness = _as_read(Lossiness(r.artifact, r.message, r.subject) for r in doc.lossiness)
-    return _stored(doc.fingerprint, state, datasets, lineage, lossiness, doc.freshness, 2)
+    broken = tuple(
+        BrokenFile(b.file, b.path, b.error, b.bundle, tuple(sorted(b.dags)), _outlet_pairs(b.outlets))
+        for b in doc.import_errors
+    )
+    return _stored(doc.fingerprint, state, datasets, lineage, lossiness, doc.freshness, 2, broken)
+
+
+def _outlet_pairs(outlets: Mapping[str, Iterable[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted({(dag_id, uri) for dag_id, uris in outlets.items() for uri in uris}))
 
 
 def _v1_edges(
@@ -624,6 +669,21 @@ class _Reader:
             self.flag(raw, "external", where),
             self.opt_str(raw, "via", where),
             self.flag(raw, "crossDeployment", where),
+        )
+
+    def broken_file(self, raw: Any, where: str) -> BrokenFile:
+        raw = self.obj(raw, where)
+        outlets = self.obj(raw.get("outlets", {}), f"{where}.outlets")
+        for dag_id, uris in outlets.items():
+            if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+                raise self.fail(f"{where}.outlets.{dag_id}", "expected an array of strings")
+        return BrokenFile(
+            file=self.text(raw, "file", where),
+            path=self.text(raw, "path", where),
+            error=self.opt_str(raw, "error", where) or "",
+            bundle=self.opt_str(raw, "bundle", where),
+            dags=tuple(sorted(self.strings(raw, "dags", where))),
+            outlets=_outlet_pairs(outlets),
         )
 
     def lossiness(self, raw: Any, where: str) -> Lossiness:

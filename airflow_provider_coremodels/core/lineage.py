@@ -28,6 +28,8 @@ NodeKind = Literal["dag", "asset", "external"]
 _KIND_ORDER = {"dag": 0, "external": 1, "asset": 2}
 # The nodes a finding can be about, by what its rule's subject names.
 _NODE_KINDS = {"dag": ("dag",), "asset": ("asset",), "dataset": ("dag", "asset")}
+#: The label of an edge from a DAG whose file does not import to an asset it last produced.
+BROKEN_VIA = "last produced; does not import"
 #: The findings that mark an asset stale in every picture.
 _STALE_CODES = frozenset(("asset-stale", "producer-failing"))
 
@@ -43,6 +45,8 @@ class Node:
     severity: str | None = None  # the highest of them
     watched: bool = False  # an asset a watcher (an event-driven trigger) updates from outside
     deployment: str | None = None  # a merged estate's DAG: the deployment it runs in
+    display: str | None = None  # a DAG's dag_display_name, where it is not its id
+    broken: bool = False  # a DAG whose file does not import: it does not run
 
     @property
     def stale(self) -> bool:
@@ -55,6 +59,10 @@ class Node:
 
     def label(self) -> str:
         marks = []
+        if self.display:
+            marks.append(f"“{self.display}”")
+        if self.broken:
+            marks.append("does not import")
         if self.paused:
             marks.append("paused")
         if self.kind == "external":
@@ -119,6 +127,20 @@ class LineageGraph:
             name = dag_id.partition("/")[0]
             return name if name in deployments and name != dag_id else None
 
+        # A DAG whose file does not import runs nothing, but what it produced is what its break
+        # starves: drawn from the DAG to those assets, dashed and labelled.
+        broken_outlets: list[tuple[str, str]] = []
+        for file in document.get("importErrors") or ():
+            outlets = file.get("outlets") if isinstance(file, Mapping) else None
+            for dag_id, uris in outlets.items() if isinstance(outlets, Mapping) else ():
+                broken_outlets.extend((dag_id, uri) for uri in uris if isinstance(uri, str))
+        broken_dags = {
+            dag_id
+            for file in document.get("importErrors") or ()
+            if isinstance(file, Mapping)
+            for dag_id in file.get("dags") or ()
+        }
+
         described: dict[str, Node] = {}
         assets: dict[str, Node] = {}
         for dataset in document["datasets"]:
@@ -127,9 +149,15 @@ class LineageGraph:
                 watched = dataset.get("metadata", {}).get("airflow.watched") == "true"
                 assets[identity] = _node(identity, "asset", False, open_findings, watched=watched)
             else:
-                paused = dataset.get("metadata", {}).get("airflow.paused") == "true"
+                metadata = dataset.get("metadata", {})
                 described[identity] = _node(
-                    identity, "dag", paused, open_findings, deployment=deployment_of(identity)
+                    identity,
+                    "dag",
+                    metadata.get("airflow.paused") == "true",
+                    open_findings,
+                    deployment=deployment_of(identity),
+                    display=metadata.get("airflow.displayName"),
+                    broken=identity in broken_dags,
                 )
 
         externals: dict[str, Node] = {}
@@ -153,6 +181,11 @@ class LineageGraph:
             if edge.get("crossDeployment") is True:
                 crossing.add(pair)
 
+        for dag_id, uri in broken_outlets:
+            if dag_id in described and uri in assets:
+                pair = (_key("dag", dag_id), _key("asset", uri))
+                edges.add(pair)
+                vias[pair] = BROKEN_VIA
         linked = {key for edge in edges for key in edge}
         nodes = [n for n in described.values() if n.key in linked]
         nodes += [*externals.values(), *assets.values()]
@@ -259,11 +292,13 @@ def _node(
     *,
     watched: bool = False,
     deployment: str | None = None,
+    display: str | None = None,
+    broken: bool = False,
 ) -> Node:
     about = findings.get(_key(kind, identity), [])
     codes = tuple(sorted({f["code"] for f in about}))
     severity = max((f["severity"] for f in about), key=severity_rank, default=None)
-    return Node(identity, kind, paused, codes, severity, watched, deployment)
+    return Node(identity, kind, paused, codes, severity, watched, deployment, display, broken)
 
 
 def _groups(graph: LineageGraph) -> dict[str | None, list[Node]]:

@@ -17,11 +17,12 @@ from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
 from airflow_provider_coremodels.core.render import (
     as_sentence,
-    asset_model_line,
     baseline_sentence,
-    deployments_line,
+    context_lines,
+    display_names,
     freshness_line,
     severity_counts,
+    subject_text,
 )
 from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT, most_severe_first
 from airflow_provider_coremodels.core.text import printable
@@ -40,6 +41,7 @@ def render_markdown(
     waived = [f for f in findings if f.get("waived")]
     drift = [f for f in open_findings if f["section"] in (COVERAGE, DRIFT)]
     others = [f for f in open_findings if f["section"] not in (COVERAGE, DRIFT)]
+    names = display_names(document)
 
     out = ["## CoreModels audit of the Airflow estate", "", _summary(document), ""]
     out.append(f"### Findings: {_count_line(open_findings, len(waived))}")
@@ -59,7 +61,7 @@ def render_markdown(
         out.extend(
             _table(
                 ("Code", "Subject", "Detail"),
-                ([_code(f["code"]), _code(f["subject"]), _text(f.get("detail") or "")] for f in group),
+                ([_code(f["code"]), _subject(f, names), _text(f.get("detail") or "")] for f in group),
                 len(group),
                 max_rows,
             )
@@ -74,7 +76,7 @@ def render_markdown(
                 (
                     [
                         _code(f["code"]),
-                        _code(f["subject"]),
+                        _subject(f, names),
                         _text(f["waived"].get("reason") or ""),
                         _text(f["waived"].get("expires") or "never"),
                     ]
@@ -137,7 +139,7 @@ def _summary(document: Mapping[str, Any]) -> str:
     source.append(f"fingerprint {_code(document.get('fingerprint') or 'none')}")
     extra = "".join(
         f"  \n{_text(as_sentence(said))}"
-        for said in (deployments_line(document), asset_model_line(document), freshness_line(document))
+        for said in (*context_lines(document), freshness_line(document))
         if said
     )
     return f"{line}  \n{', '.join(source)}{extra}"
@@ -150,6 +152,7 @@ def _count_line(open_findings: list[dict[str, Any]], waived: int) -> str:
 
 def _drift_section(document: Mapping[str, Any], drift: list[dict[str, Any]], max_rows: int) -> list[str]:
     out = ["### Drift since the baseline", ""]
+    names = display_names(document)
     baseline = document.get("baseline") or {}
     if not baseline.get("evaluated"):
         out += [_text(as_sentence(baseline_sentence(document.get("baseline")))), ""]
@@ -165,7 +168,7 @@ def _drift_section(document: Mapping[str, Any], drift: list[dict[str, Any]], max
     )
     out.append("")
     rows = (
-        [_text(f["severity"]), _code(f["code"]), _code(f["subject"]), _text(f.get("detail") or "")]
+        [_text(f["severity"]), _code(f["code"]), _subject(f, names), _text(f.get("detail") or "")]
         for f in drift
     )
     out.extend(_table(("Severity", "Code", "Subject", "Detail"), rows, len(drift), max_rows))
@@ -219,6 +222,13 @@ def _text(value: str) -> str:
     value = " ".join(printable(str(value)).split())
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _SPECIAL.sub(r"\\\1", value)
+
+
+def _subject(finding: Mapping[str, Any], names: Mapping[str, str]) -> str:
+    """The subject as code, and a DAG's display name beside it as text, where it has one."""
+    shown = subject_text(finding, names)
+    subject = str(finding["subject"])
+    return _code(subject) + (f" {_text(shown[len(subject) + 1 :])}" if shown != subject else "")
 
 
 def _code(value: str) -> str:

@@ -28,7 +28,16 @@ from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.core.cadence import format_duration
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.freshness import parse_time
-from airflow_provider_coremodels.core.model import DAG, Dataset, Edge, Estate, Freshness, Lossiness, State
+from airflow_provider_coremodels.core.model import (
+    DAG,
+    BrokenFile,
+    Dataset,
+    Edge,
+    Estate,
+    Freshness,
+    Lossiness,
+    State,
+)
 from airflow_provider_coremodels.errors import UsageError
 
 #: The metadata key naming a merged DAG's deployment.
@@ -68,6 +77,7 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None) -> Estate:
     assets: dict[str, Dataset] = {}
     edges: list[Edge] = []
     lossiness: list[Lossiness] = []
+    broken: list[BrokenFile] = []
     for part in parts:
         name = part.deployment
         for dataset in part.estate.datasets:
@@ -77,6 +87,7 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None) -> Estate:
                 assets[dataset.identity] = _merged_asset(assets.get(dataset.identity), dataset)
         edges.extend(_renamed(name, edge) for edge in part.estate.lineage)
         lossiness.extend(_prefixed(name, record) for record in part.estate.lossiness)
+        broken.extend(_renamed_file(name, file) for file in part.estate.import_errors)
         if part.stale is not None:
             lossiness.append(_stale_record(part, reference))
 
@@ -104,6 +115,7 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None) -> Estate:
         state=state,
         lossiness=tuple(lossiness),
         freshness=_merged_freshness(parts),
+        import_errors=tuple(sorted(broken, key=lambda file: file.file)),
     )
 
 
@@ -165,6 +177,18 @@ def _renamed(deployment: str, edge: Edge) -> Edge:
         )
     return Edge.consumes(
         merged_id(deployment, edge.dependent), edge.depends_on, external=edge.external, via=edge.via
+    )
+
+
+def _renamed_file(deployment: str, file: BrokenFile) -> BrokenFile:
+    """A broken file of a deployment: ``<deployment>/<bundle>/<path>``, its DAGs renamed too."""
+    return BrokenFile(
+        f"{deployment}/{file.file.lstrip('/')}",
+        file.path,
+        file.error,
+        file.bundle,
+        tuple(merged_id(deployment, dag_id) for dag_id in file.dags),
+        tuple((merged_id(deployment, dag_id), uri) for dag_id, uri in file.outlets),
     )
 
 

@@ -74,6 +74,24 @@ class Dataset:
     def paused(self) -> bool:
         return self.metadata.get("airflow.paused") == "true"
 
+    @property
+    def display_name(self) -> str:
+        """How Airflow's UI names it: a DAG's ``dag_display_name``, else its name."""
+        return self.metadata.get("airflow.displayName") or self.name
+
+
+#: How a record begins that says a DAG's task inlets rest on Airflow's references alone.
+INLETS_UNCONFIRMED = "task inlets rest on Airflow's references alone"
+
+#: A DAG's ``dag_display_name``, where it is not the dag_id.
+DISPLAY_NAME_KEY = "airflow.displayName"
+#: "true" for a DAG documented in ``doc_md`` (which counts as its description).
+DOC_MD_KEY = "airflow.docMd"
+
+#: Whether watchers (event-driven triggers) update an asset: "true", or WATCHED_UNKNOWN where the
+#: API cannot tell (absent: none is registered, and one could be).
+WATCHED_KEY = "airflow.watched"
+WATCHED_UNKNOWN = "unknown"
 
 #: An asset's own freshness tolerance, in its metadata (from its extra ``coremodels_stale_tolerance``).
 STALE_TOLERANCE_KEY = "coremodels.staleTolerance"
@@ -143,6 +161,33 @@ class Lossiness:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokenFile:
+    """A DAG file Airflow reports an import error for (``GET /importErrors``).
+
+    ``file`` names it as findings do: ``<bundle>/<path>`` where Airflow says the bundle (3.x),
+    else the path Airflow gives (2.x: the absolute file location). ``error`` is the first line of
+    the error (the exception's, for a traceback). ``dags`` are the DAGs that last parsed from the
+    file: they do not run while it does not import, so they are neither producers nor consumers.
+    ``outlets`` are the (dag_id, asset URI) pairs those DAGs were last known to produce (Airflow's
+    references that outlive the break, or a baseline's lineage): what the break may leave with no
+    producer.
+    """
+
+    file: str
+    path: str
+    error: str
+    bundle: str | None = None
+    dags: tuple[str, ...] = ()
+    outlets: tuple[tuple[str, str], ...] = ()
+
+    def producers_of(self, uri: str) -> list[str]:
+        return [dag_id for dag_id, asset in self.outlets if asset == uri]
+
+    def assets(self) -> list[str]:
+        return sorted({asset for _, asset in self.outlets})
+
+
+@dataclass(frozen=True, slots=True)
 class State:
     """Where a snapshot came from: versions, capture time and the deployment's name (None where
     unknown); the name is what tells deployments apart when their snapshots are combined."""
@@ -199,6 +244,12 @@ class Estate:
     state: State
     lossiness: tuple[Lossiness, ...] = ()
     freshness: Freshness = field(default_factory=Freshness)
+    #: The files that do not import, by ``file``; their DAGs are in ``datasets`` as last parsed.
+    import_errors: tuple[BrokenFile, ...] = ()
+
+    def broken_dags(self) -> dict[str, BrokenFile]:
+        """The DAGs that last parsed from a file that does not import, and that file."""
+        return {dag_id: broken for broken in self.import_errors for dag_id in broken.dags}
 
     def dags(self) -> list[Dataset]:
         return [d for d in self.datasets if d.materialization == DAG]
@@ -220,6 +271,27 @@ class Estate:
                     return None
                 unknown.add(record.subject)
         return unknown
+
+    def unconfirmed_inlets(self) -> set[str]:
+        """The DAGs whose task inlets only Airflow's references tell (``references.inlets_record``):
+        such a reader may be one whose code no longer reads the asset."""
+        return {
+            record.subject
+            for record in self.lossiness
+            if record.artifact == "datasets"
+            and record.subject is not None
+            and record.message.startswith(INLETS_UNCONFIRMED)
+        }
+
+    def lineage_known(self) -> bool:
+        """Whether the lineage was read at all: not when the datasets artifact was missing or
+        ignored (then every edge is unknown, and none is gone)."""
+        return not any(
+            record.artifact == "datasets"
+            and record.subject is None
+            and record.message.startswith(("datasets artifact ignored", "datasets artifact not provided"))
+            for record in self.lossiness
+        )
 
     @property
     def lineage_edges_skipped(self) -> int:

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 import msgspec
 
 from airflow_provider_coremodels import __version__
+from airflow_provider_coremodels.core.blind_spots import unseen_asset_inputs, unseen_inlets, unseen_watchers
+from airflow_provider_coremodels.core.broken import INCLUDES_STALE, is_stale, read_import_errors, with_outlets
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.conditions import (
     AssetIndex,
@@ -28,11 +30,13 @@ from airflow_provider_coremodels.core.conditions import (
     read_expression,
 )
 from airflow_provider_coremodels.core.conditions import to_text as condition_text
-from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT, read_conflicts
+from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT, read_conflicts, refused_twins
 from airflow_provider_coremodels.core.freshness import positive_number, read_freshness
 from airflow_provider_coremodels.core.model import (
     ASSET,
     DAG,
+    DISPLAY_NAME_KEY,
+    DOC_MD_KEY,
     STALE_TOLERANCE_KEY,
     VIA_ALIAS,
     VIA_INLET,
@@ -44,6 +48,17 @@ from airflow_provider_coremodels.core.model import (
     Lossiness,
     State,
 )
+from airflow_provider_coremodels.core.references import (
+    UNCHECKED,
+    DeclaredEdges,
+    inlets_record,
+    outlived,
+    outlived_records,
+    read_graph,
+    unchecked_record,
+)
+from airflow_provider_coremodels.core.text import quoted_some as _some
+from airflow_provider_coremodels.core.text import utf8_safe as _clean
 from airflow_provider_coremodels.errors import DagsArtifactError
 
 log = logging.getLogger(__name__)
@@ -101,8 +116,11 @@ class _Dag(TypedDict, total=False):
     relative_fileloc: Any
     asset_expression: Any  # from /dags/{dag_id}/details, for DAGs scheduled on assets
     dataset_expression: Any  # Airflow 2's name for it
-    is_stale: Any  # these two only tell the API generation apart (_API_HINTS)
+    doc_md: Any  # from /dags/{dag_id}/details, for DAGs without a description
+    dag_display_name: Any
+    is_stale: Any  # a stale DAG (core/broken.py); these two also tell the API generation apart
     is_active: Any
+    has_import_errors: Any
     # volatile, read by the freshness rules only (core/freshness.py), never fingerprinted
     next_dagrun_run_after: Any
     timetable_partitioned: Any
@@ -114,6 +132,12 @@ class _DagWarning(TypedDict, total=False):
     message: Any
 
 
+class _ImportError(TypedDict, total=False):
+    filename: Any
+    bundle_name: Any
+    stack_trace: Any
+
+
 class _Dags(TypedDict, total=False):
     dags: list[_Dag]
     dag_warnings: list[_DagWarning]  # GET /dagWarnings, riding along in the dags artifact
@@ -121,6 +145,9 @@ class _Dags(TypedDict, total=False):
     # latest run failed (GET /dags?last_dag_run_state=failed)
     captured_at: Any
     failed_latest_run: Any
+    import_errors: list[_ImportError]  # GET /importErrors (core/broken.py)
+    includes_stale: Any
+    lossiness: Any  # what the capture itself could not get, so an offline audit says it too
 
 
 class _Task(TypedDict, total=False):
@@ -151,6 +178,7 @@ class _AssetSettings(TypedDict, total=False):
 
 
 class _AssetBase(TypedDict, total=False):
+    id: Any  # what the dependency graph names an asset by (references.py)
     uri: Any
     name: Any
     group: Any
@@ -185,6 +213,8 @@ class _Assets(TypedDict, total=False):
     asset_aliases: list[_Named]
     asset_events: list[_AssetEvent]
     recent_events: Any  # before Airflow 3.1: the newest events, within a window (freshness.py)
+    inactive_assets: list[_Asset]  # refused twins, before the scheduler warns (conflicts.py)
+    dependencies: Any  # GET /ui/dependencies: what the DAGs' code declares (references.py)
 
 
 class _AssetsWithExtra(TypedDict, total=False):
@@ -193,6 +223,8 @@ class _AssetsWithExtra(TypedDict, total=False):
     asset_aliases: list[_Named]
     asset_events: list[_AssetEvent]
     recent_events: Any
+    inactive_assets: list[_Asset]
+    dependencies: Any
 
 
 class _DagId(TypedDict, total=False):
@@ -342,25 +374,51 @@ def build_estate(
     """
     records = list(lossiness)
     raw_dags = _dag_entries(dags)
-    dag_fields: dict[str, dict[str, Field]] = {}
-    dag_raws = _parse_dags(raw_dags, records)
-    for dag_id in dag_raws:
-        dag_fields[dag_id] = {}
+    records.extend(_capture_records(dags, records))
+    listed = _parse_dags(raw_dags, records)
+    broken, broken_of = read_import_errors(dags, listed, records)
+    # A stale DAG whose file does not import is kept as last parsed; any other stale DAG is gone.
+    gone = {dag_id for dag_id, raw in listed.items() if is_stale(raw) and dag_id not in broken_of}
+    dag_raws = {dag_id: raw for dag_id, raw in listed.items() if dag_id not in gone}
+    if not dag_raws:
+        raise DagsArtifactError(f"has no DAGs that Airflow still runs: all {len(listed)} are stale")
+    dag_fields: dict[str, dict[str, Field]] = {dag_id: {} for dag_id in dag_raws}
 
     if tasks is not ABSENT:
-        _parse_tasks(tasks, dag_fields, records)
+        _parse_tasks(tasks, dag_fields, records, gone)
     elif not any(r.artifact == "tasks" for r in records):
         records.append(Lossiness("tasks", "tasks artifact not provided: DAGs carry no fields"))
 
-    lineage = _Lineage(dag_raws.keys())
+    lineage = _Lineage(dag_raws.keys(), withheld={**dict.fromkeys(gone), **broken_of})
     assets: dict[str, Dataset] = {}
     usable = False  # whether the datasets artifact could be read: else no schedule can resolve
     if datasets is not ABSENT:
         usable = _parse_datasets(datasets, lineage, assets, records, include_asset_extra)
     elif not any(r.artifact == "datasets" for r in records):
         records.append(Lossiness("datasets", "datasets artifact not provided: no asset lineage"))
-    conditions = _parse_conditions(dag_raws, assets, lineage, records, usable)
-    conflicts = _asset_conflicts(dags, dag_raws.keys(), records)
+    running = {dag_id: raw for dag_id, raw in dag_raws.items() if dag_id not in broken_of}
+    conditions = _parse_conditions(dag_raws, assets, lineage, records, usable, broken_of)
+    twins = refused_twins(_asset_entries(datasets) or (), _inactive_entries(datasets)) if usable else {}
+    conflicts = _asset_conflicts(dags, dag_raws.keys(), records, twins)
+    records.extend(lineage.withheld_records())
+    entries = (_asset_entries(datasets) or []) if usable else []
+    api = state.api_version if state is not None else _infer_api(raw_dags, datasets)
+    if api != "v1":  # Airflow 2 has no watchers
+        paused = {dag_id: raw.get("is_paused") is True for dag_id, raw in running.items()}
+        records.extend(unseen_watchers(entries, assets, lineage.edges(), paused))
+    records.extend(unseen_inlets(entries))
+    graph = read_graph(datasets) if usable else None
+    records.extend(inlets_record(dag_id) for dag_id in _unconfirmed_inlets(lineage.edges(), running, graph))
+    records.extend(unseen_asset_inputs(dag_fields))
+    if lineage.has_external() and not (gone or broken_of or _includes_stale(dags)):
+        records.append(
+            Lossiness(
+                "dags",
+                "the dags artifact does not say whether it lists stale DAGs (GET /dags?exclude_stale=false, "
+                "or only_active=false on Airflow 2): an external DAG may be one of this deployment's, "
+                "deleted or broken",
+            )
+        )
 
     dag_datasets = [
         _dag_dataset(dag_id, raw, dag_fields[dag_id], conditions.get(dag_id), conflicts.get(dag_id))
@@ -378,8 +436,59 @@ def build_estate(
             captured_at=_text(dags.get("captured_at")) if isinstance(dags, dict) else None,
         ),
         lossiness=tuple(records),
-        freshness=read_freshness(dags, dag_raws, _asset_entries(datasets) if usable else None, datasets),
+        freshness=read_freshness(dags, running, _asset_entries(datasets) if usable else None, datasets),
+        import_errors=with_outlets(broken, lineage.dropped_outlets()),
     )
+
+
+def _unconfirmed_inlets(
+    edges: Iterable[Edge], dags: Mapping[str, Mapping[str, Any]], graph: DeclaredEdges | None
+) -> list[str]:
+    """The DAGs whose inlets only Airflow's references tell: those whose file shows no outlet or
+    schedule of its own in the dependency graph, where Airflow may not have refreshed them."""
+    readers = {edge.dag_id for edge in edges if edge.via == VIA_INLET and not edge.external}
+    if not readers or graph is None:
+        return sorted(readers)
+
+    def file_of(dag_id: str) -> tuple[str | None, str]:
+        raw = dags.get(dag_id, {})
+        place = _text(raw.get("relative_fileloc")) or _text(raw.get("fileloc")) or dag_id
+        return (_text(raw.get("bundle_name")), place)
+
+    refreshed = {file_of(node[len("dag:") :]) for node in graph.dags_with_assets}
+    return sorted(dag_id for dag_id in readers if file_of(dag_id) not in refreshed)
+
+
+def _inactive_entries(doc: Any) -> list[Any]:
+    """The inactive assets riding in the datasets artifact (``GET /assets?only_active=false``, less
+    the active ones): where a refused twin shows before the scheduler warns of it."""
+    entries = doc.get("inactive_assets") if isinstance(doc, dict) else None
+    return entries if isinstance(entries, list) else []
+
+
+def _capture_records(doc: Any, held: list[Lossiness]) -> list[Lossiness]:
+    """The records the capture itself wrote into the dags artifact (what it could not get), so that
+    an offline audit of captured files says what the export said; those the caller already has
+    are not repeated."""
+    raw = doc.get("lossiness") if isinstance(doc, dict) else None
+    if not isinstance(raw, list):
+        return []
+    known = set(held)
+    found = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        artifact, message = _text(item.get("artifact")), _text(item.get("message"))
+        subject = _text(item.get("subject")) or None
+        record = Lossiness(artifact, message, subject) if artifact and message else None
+        if record is not None and record not in known:
+            known.add(record)
+            found.append(record)
+    return found
+
+
+def _includes_stale(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get(INCLUDES_STALE) is True
 
 
 # -- dags ---------------------------------------------------------------------------------
@@ -444,6 +553,12 @@ def _dag_dataset(
         metadata["airflow.assetCondition"] = condition
     if conflicts:
         metadata["airflow.assetConflict"] = conflicts
+    display = _text(raw.get("dag_display_name"))
+    if display and display != dag_id:
+        metadata[DISPLAY_NAME_KEY] = display
+    doc = raw.get("doc_md")
+    if isinstance(doc, str) and doc.strip():
+        metadata[DOC_MD_KEY] = "true"  # documented: the text itself stays in Airflow
     return Dataset(
         identity=dag_id,
         name=dag_id,
@@ -498,9 +613,11 @@ def _tags(value: Any) -> tuple[str, ...]:
 # -- tasks --------------------------------------------------------------------------------
 
 
-def _parse_tasks(doc: Any, dag_fields: dict[str, dict[str, Field]], records: list[Lossiness]) -> None:
+def _parse_tasks(
+    doc: Any, dag_fields: dict[str, dict[str, Field]], records: list[Lossiness], gone: Iterable[str] = ()
+) -> None:
     seen: set[str] = set()
-    undescribed: set[str] = set()
+    undescribed: set[str] = set(gone)  # a stale DAG's tasks are skipped without a word: it is gone
     for dag_id, tasks in _task_groups(doc, records):
         if dag_id not in dag_fields:
             if dag_id not in undescribed:
@@ -612,28 +729,77 @@ def _field(raw: Any) -> Field | None:
 
 class _Lineage:
     """The edges of an estate, unique per ``Edge.key``. An edge learned twice keeps the most
-    direct source: a plain producing task or schedule before ``Asset.ref``, an alias or an inlet."""
+    direct source: a plain producing task or schedule before ``Asset.ref``, an alias or an inlet.
 
-    def __init__(self, described: Iterable[str]) -> None:
+    ``withheld``: the DAGs whose references Airflow lists but which do not run, each with the file
+    that does not import (a broken DAG) or None (a stale one, gone): their edges are not lineage;
+    what they were is kept to be said (``withheld_records``, ``dropped_outlets``).
+    """
+
+    def __init__(self, described: Iterable[str], withheld: Mapping[str, str | None] | None = None) -> None:
         self.described = set(described)
+        self.withheld = dict(withheld or {})
         self._edges: dict[tuple[str, str, str, str], Edge] = {}
+        self._dropped: dict[str, dict[str, set[str]]] = {}  # dag_id -> role -> asset URIs
 
     def produces(self, dag_id: str, uri: str, via: str | None = None) -> None:
-        self._add(Edge.produces(dag_id, uri, external=dag_id not in self.described, via=via))
+        if dag_id in self.withheld:
+            self._drop(dag_id, "producer", uri)
+        else:
+            self._add(Edge.produces(dag_id, uri, external=dag_id not in self.described, via=via))
 
     def consumes(self, dag_id: str, uri: str, via: str | None = None) -> None:
-        self._add(Edge.consumes(dag_id, uri, external=dag_id not in self.described, via=via))
+        if dag_id in self.withheld:
+            self._drop(dag_id, "inlet" if via == VIA_INLET else "consumer", uri)
+        else:
+            self._add(Edge.consumes(dag_id, uri, external=dag_id not in self.described, via=via))
 
     def has_producer(self, dag_id: str, uri: str) -> bool:
-        return (uri, ASSET, dag_id, DAG) in self._edges
+        return (uri, ASSET, dag_id, DAG) in self._edges or uri in self._dropped.get(dag_id, {}).get(
+            "producer", ()
+        )
+
+    def has_external(self) -> bool:
+        return any(edge.external for edge in self._edges.values())
 
     def _add(self, edge: Edge) -> None:
         held = self._edges.get(edge.key)
         if held is None or _directness(edge) < _directness(held):
             self._edges[edge.key] = edge
 
+    def _drop(self, dag_id: str, role: str, uri: str) -> None:
+        self._dropped.setdefault(dag_id, {}).setdefault(role, set()).add(uri)
+
     def edges(self) -> tuple[Edge, ...]:
         return tuple(sorted(self._edges.values(), key=lambda e: e.key))
+
+    def dropped_outlets(self) -> dict[str, set[str]]:
+        """The assets each withheld DAG is still listed as producing."""
+        return {dag_id: roles["producer"] for dag_id, roles in self._dropped.items() if "producer" in roles}
+
+    def withheld_records(self) -> list[Lossiness]:
+        """One record per withheld DAG that Airflow still names in the lineage, saying what was dropped."""
+        records = []
+        for dag_id in sorted(self._dropped):
+            roles = self._dropped[dag_id]
+            listed = "; ".join(
+                f"{role} of {_some(roles[role])}"
+                for role in ("producer", "consumer", "inlet")
+                if role in roles
+            )
+            file = self.withheld[dag_id]
+            if file is not None:
+                why = (
+                    f"last parsed from {file}, which does not import: Airflow still lists it as {listed}, "
+                    "which is not counted as lineage until the file imports again"
+                )
+            else:
+                why = (
+                    "is stale (Airflow no longer finds it in its bundle: its file was deleted, or no "
+                    f"longer defines it), yet Airflow still lists it as {listed}: dropped from the lineage"
+                )
+            records.append(Lossiness("datasets", f"DAG '{dag_id}' {why}", dag_id))
+        return records
 
 
 def _directness(edge: Edge) -> tuple[bool, str]:
@@ -659,6 +825,27 @@ def _parse_datasets(
         )
         return False
     aliased: dict[str, tuple[str, ...]] = {}  # asset URI -> the aliases it was written through
+    graph = read_graph(doc)
+    asset_ids = {
+        raw["uri"]: raw["id"]
+        for raw in entries
+        if isinstance(raw, dict) and isinstance(raw.get("uri"), str) and isinstance(raw.get("id"), int)
+    }
+    outlived_refs: dict[str, dict[str, set[str]]] = {}
+    referenced = 0  # producing and scheduling references of DAGs that run: what the graph checks
+
+    def declared(dag_id: str, uri: str, producing: bool) -> bool:
+        """Whether the DAG's code still declares the reference (true where nothing can say)."""
+        nonlocal referenced
+        if dag_id not in lineage.described or dag_id in lineage.withheld:
+            return True  # an external DAG's code is unknown; a withheld one is dropped anyway
+        referenced += 1
+        if graph is None or not outlived(graph, asset_ids, dag_id, uri, producing=producing):
+            return True
+        role = "producer" if producing else "consumer"
+        outlived_refs.setdefault(dag_id, {}).setdefault(role, set()).add(uri)
+        return False
+
     for index, raw in enumerate(entries):
         uri = _text(raw.get("uri")) if isinstance(raw, dict) else None
         if not uri:
@@ -670,10 +857,12 @@ def _parse_datasets(
             if aliases:
                 aliased[uri] = aliases
         for dag_id in _dag_refs(raw, "producing_tasks", uri, records):
-            lineage.produces(dag_id, uri)
+            if declared(dag_id, uri, True):
+                lineage.produces(dag_id, uri)
         for key in _SCHEDULE_KEYS:
             for dag_id in _dag_refs(raw, key, uri, records):
-                lineage.consumes(dag_id, uri)
+                if declared(dag_id, uri, False):
+                    lineage.consumes(dag_id, uri)
         for dag_id in _dag_refs(raw, "consuming_tasks", uri, records):
             # A task that reads what its own DAG writes (a state store) is its producer, not a reader
             # of someone else's data: no DAG -> asset -> same DAG loop.
@@ -682,6 +871,14 @@ def _parse_datasets(
     riding = doc if isinstance(doc, dict) else {}  # a bare array carries no aliases or events
     _alias_writers(riding, aliased, lineage, records)
     _unresolved_aliases(riding, aliased, records)
+    records.extend(outlived_records(outlived_refs))
+    said = any(r.artifact == "datasets" and r.message.startswith(UNCHECKED) for r in records)
+    # Airflow 2 deletes a reference its code dropped; Airflow 3 may not (references.py)
+    airflow2 = isinstance(doc, dict) and "datasets" in doc and "assets" not in doc
+    if graph is None and referenced and not said and not airflow2:
+        records.append(
+            unchecked_record("the datasets artifact carries no dependency graph, GET /ui/dependencies")
+        )
     return True
 
 
@@ -734,11 +931,12 @@ def _alias_writers(
                 uri, dag_id = _text(event.get("uri")), _text(event.get("source_dag_id"))
                 if uri and uri in aliased and dag_id and not lineage.has_producer(dag_id, uri):
                     writers.setdefault(uri, set()).add(dag_id)
+    told = {r.subject for r in records if r.artifact == "datasets"}  # once, not per aliased asset
     for uri, aliases in aliased.items():
         via = VIA_ALIAS + ",".join(aliases)
         for dag_id in sorted(writers.get(uri, ())):
             lineage.produces(dag_id, uri, via=via)
-        if uri not in writers and not any(r.subject == uri and r.artifact == "datasets" for r in records):
+        if uri not in writers and uri not in told:
             why = "no asset events were captured" if events is None else "no asset event names a DAG for it"
             records.append(
                 Lossiness(
@@ -819,6 +1017,7 @@ def _parse_conditions(
     lineage: _Lineage,
     records: list[Lossiness],
     have_assets: bool,
+    broken: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Each asset-scheduled DAG's condition, as text, with an edge for every input it resolves.
 
@@ -828,12 +1027,16 @@ def _parse_conditions(
     """
     index = AssetIndex((uri, asset.metadata) for uri, asset in assets.items())
     known = {r.subject for r in records if r.artifact == "datasets"}
+    # worked out once, not per DAG: a record list and a DAG list can both be long
+    told = {r.subject for r in records if r.artifact == "dags"}
     conditions: dict[str, str] = {}
     for dag_id, raw in dag_raws.items():
         key = "asset_expression" if "asset_expression" in raw else "dataset_expression"
         if key not in raw:
-            if scheduled_on_assets(raw) and not any(
-                r.artifact == "dags" and r.subject == dag_id for r in records
+            if (
+                scheduled_on_assets(raw)
+                and dag_id not in (broken or {})  # its file does not import: it waits on nothing
+                and dag_id not in told
             ):
                 records.append(
                     Lossiness(
@@ -901,15 +1104,18 @@ def scheduled_on_assets(raw: Mapping[str, Any]) -> bool:
 # -- asset conflicts ---------------------------------------------------------------------------
 
 
-def _asset_conflicts(doc: Any, described: Iterable[str], records: list[Lossiness]) -> dict[str, str]:
+def _asset_conflicts(
+    doc: Any, described: Iterable[str], records: list[Lossiness], twins: Mapping[str, list[str]] | None = None
+) -> dict[str, str]:
     """The ``asset conflict`` DAG warnings riding in the dags artifact, by DAG: kept as Airflow
-    worded them, one line per refused asset, for the audit to read."""
+    worded them, one line per refused asset, for the audit to read; with the lines ``twins`` words
+    for refused assets the scheduler has not yet warned of (``conflicts.refused_twins``)."""
     warnings = doc.get("dag_warnings") if isinstance(doc, dict) else None
-    if not isinstance(warnings, list):
-        return {}
     described = set(described)
-    found: dict[str, list[str]] = {}
-    for warning in warnings:
+    found: dict[str, list[str]] = {
+        dag_id: list(lines) for dag_id, lines in (twins or {}).items() if dag_id in described
+    }
+    for warning in warnings if isinstance(warnings, list) else ():
         if not isinstance(warning, dict) or warning.get("warning_type") != ASSET_CONFLICT:
             continue
         dag_id, message = _text(warning.get("dag_id")), _text(warning.get("message"))
@@ -949,10 +1155,9 @@ def asset_name(uri: str) -> str:
 
 # -- reduction: what a capture keeps of each object when it keeps no raw responses -----------
 
-# The same keys as the typed decode reads (one list to keep up to date), less those that only
-# tell an offline parse the API generation (a capture knows it) and class_ref (cut down below).
-_API_HINTS = ("is_stale", "is_active")
-_DAG_KEYS = tuple(key for key in _Dag.__annotations__ if key not in _API_HINTS)
+# The same keys as the typed decode reads (one list to keep up to date), less class_ref (cut
+# down below).
+_DAG_KEYS = tuple(_Dag.__annotations__)
 _TASK_KEYS = tuple(key for key in _Task.__annotations__ if key != "class_ref")
 
 
@@ -976,8 +1181,7 @@ def reduce_task(raw: Any) -> Any:
 
 
 def reduce_asset(raw: Any, *, keep_extra: bool = False) -> Any:
-    """An asset cut down to the keys the parse reads, and its ``id`` while it has aliases (the
-    capture asks for its events by id, to learn who writes through them)."""
+    """An asset cut down to the keys the parse reads, and its ``id``."""
     if not isinstance(raw, dict):
         return raw
     reduced = {
@@ -998,7 +1202,7 @@ def reduce_asset(raw: Any, *, keep_extra: bool = False) -> Any:
             reduced[key] = [{keep: ref.get(keep)} if isinstance(ref, dict) else ref for ref in refs]
         elif key in raw:
             reduced[key] = refs
-    if raw.get("aliases") and "id" in raw:
+    if "id" in raw:  # the capture asks for an aliased asset's events by id, and tells twins apart by it
         reduced["id"] = raw["id"]
     return reduced
 
@@ -1056,18 +1260,8 @@ def _canonical(value: Any) -> str:
 
 
 def _text(value: Any) -> str | None:
-    """A string value, made safe to encode as UTF-8; None for anything else."""
+    """A string value (empty ones too), made safe to encode as UTF-8; None for anything else."""
     return _clean(value) if isinstance(value, str) else None
-
-
-def _clean(value: str) -> str:
-    if value.isascii():
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates from a \ud800 escape
-        return value.encode("utf-8", "replace").decode("utf-8")
-    return value
 
 
 def _json_type(value: Any) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 
 import msgspec
 
-from airflow_provider_coremodels.core.rules import most_severe_first, severity_rank
+from airflow_provider_coremodels.core.model import DISPLAY_NAME_KEY
+from airflow_provider_coremodels.core.rules import BY_CODE, most_severe_first, severity_rank
 from airflow_provider_coremodels.core.text import printable
 
 
@@ -94,6 +95,29 @@ def deployments_line(document: Mapping[str, Any]) -> str | None:
     return printable(line + (f"; stale: {', '.join(stale)}" if stale else ""))
 
 
+def import_errors_line(document: Mapping[str, Any]) -> str | None:
+    """The files that do not import and how many DAGs they hold (the document's ``importErrors``);
+    None when every file imports. Each file has its ``dag-import-error`` finding besides."""
+    files = document.get("importErrors")
+    broken = [f for f in files if isinstance(f, Mapping)] if isinstance(files, list) else []
+    if not broken:
+        return None
+    dags = sum(len(f["dags"]) for f in broken if isinstance(f.get("dags"), list))
+    files_word = "file" if len(broken) == 1 else "files"
+    dags_word = "DAG" if dags == 1 else "DAGs"
+    return f"import errors: {len(broken)} {files_word} not importing, {dags} {dags_word} not running"
+
+
+def context_lines(document: Mapping[str, Any]) -> list[str]:
+    """The lines every view shows under the summary, where they apply: the merged deployments, the
+    files that do not import, and what the asset model added."""
+    return [
+        line
+        for line in (deployments_line(document), import_errors_line(document), asset_model_line(document))
+        if line
+    ]
+
+
 def freshness_line(document: Mapping[str, Any]) -> str | None:
     """How the freshness rules judged (the document's ``freshness`` part): when, how strictly, how
     many assets were stale or had failing producers, and what could not be judged and why. None
@@ -160,9 +184,30 @@ def as_sentence(line: str) -> str:
     return line[:1].upper() + line[1:] + "."
 
 
-def finding_line(finding: dict[str, Any]) -> str:
+def display_names(document: Mapping[str, Any]) -> dict[str, str]:
+    """The DAGs Airflow's UI names otherwise than by their dag_id (``dag_display_name``), by identity."""
+    datasets = document.get("datasets")
+    names = {}
+    for dataset in datasets if isinstance(datasets, list) else ():
+        metadata = dataset.get("metadata") if isinstance(dataset, Mapping) else None
+        name = metadata.get(DISPLAY_NAME_KEY) if isinstance(metadata, Mapping) else None
+        if isinstance(name, str) and name and dataset.get("materialization") == "dag":
+            names[str(dataset.get("identity"))] = name
+    return names
+
+
+def subject_text(finding: Mapping[str, Any], names: Mapping[str, str]) -> str:
+    """A finding's subject as people read it: a DAG's display name beside its dag_id, where it has one."""
+    subject = str(finding["subject"])
+    rule = BY_CODE.get(str(finding.get("code")))
+    shown = names.get(subject) if rule is None or rule.about in ("dag", "dataset") else None
+    return f"{subject} “{shown}”" if shown else subject
+
+
+def finding_line(finding: dict[str, Any], names: Mapping[str, str] | None = None) -> str:
     """A finding on one line, as it appears in a task log: control characters escaped, so it is one line."""
-    line = f"{finding['severity']} {finding['code']} {finding['subject']}: {finding['message']}"
+    subject = subject_text(finding, names or {})
+    line = f"{finding['severity']} {finding['code']} {subject}: {finding['message']}"
     if finding.get("detail"):
         line += f" ({finding['detail']})"
     return printable(f"{line} [{waived_text(finding['waived'])}]" if finding.get("waived") else line)
@@ -185,19 +230,20 @@ def render_table(document: dict[str, Any]) -> str:
     )
     lines = [
         summary_line(document),
-        *filter(None, [deployments_line(document), asset_model_line(document)]),
+        *context_lines(document),
         baseline_sentence(document.get("baseline")),
         *filter(None, [freshness_line(document)]),
         findings_count_line(findings),
     ]
     if findings:
+        names = display_names(document)
         rows = [("SEVERITY", "SECTION", "CODE", "SUBJECT", "DETAIL")]
         rows += [
             (
                 printable(f["severity"]),
                 printable(f["section"]),
                 printable(f["code"]),
-                printable(f["subject"]),
+                printable(subject_text(f, names)),
                 printable(
                     "; ".join(p for p in (f.get("detail"), f.get("waived") and waived_text(f["waived"])) if p)
                 ),

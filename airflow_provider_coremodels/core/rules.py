@@ -50,7 +50,7 @@ FRESHNESS = "Freshness"
 WAIVERS = "Waivers"
 
 
-Subject = Literal["dag", "asset", "dataset", "task", "waiver", "bundle"]
+Subject = Literal["dag", "asset", "dataset", "task", "waiver", "bundle", "file", "edge"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,18 +61,30 @@ class Rule:
     message: str
     help: str  # why it matters and what to do, for SARIF and the docs
     #: What the subject names: a dag_id, an asset URI, either ("dataset"), a ``dag_id.task_id``,
-    #: a waiver, or a DAG bundle. The views read it to place a finding (a DAG and an asset may share a name).
+    #: a waiver, a DAG bundle, a DAG file (``<bundle>/<path>``) or a lineage edge
+    #: (``<dependsOn> -> <dependent>``). The views read it to place a finding (a DAG and an asset
+    #: may share a name).
     about: Subject
 
 
 RULES: tuple[Rule, ...] = (
     Rule(
+        "dag-import-error",
+        CONFORMANCE,
+        Severity.ERROR,
+        "DAG file does not import — its DAGs do not run, and the assets only they produce are not updated.",
+        "Fix the error the detail names (Airflow's Import Errors view shows the whole traceback) and "
+        "deploy again. Until the file imports, Airflow runs none of its DAGs; their consumers, named in "
+        "the detail, wait on data nobody writes.",
+        about="file",
+    ),
+    Rule(
         "dag-no-description",
         CONFORMANCE,
         Severity.INFO,
         "DAG has no description — pipelines without stated intent resist governance.",
-        "Give the DAG a `description` saying what it produces and for whom. Governance tools and "
-        "on-call engineers read it to decide whether a failure matters.",
+        "Give the DAG a `description` saying what it produces and for whom (a `doc_md` counts too). "
+        "Governance tools and on-call engineers read it to decide whether a failure matters.",
         about="dag",
     ),
     Rule(
@@ -164,6 +176,15 @@ RULES: tuple[Rule, ...] = (
         about="task",
     ),
     Rule(
+        "lineage-added",
+        COVERAGE,
+        Severity.INFO,
+        "Lineage edge is not in the baseline — a DAG now produces or reads an asset it did not.",
+        "A DAG started producing or consuming an asset since the baseline snapshot (both were already "
+        "there). Review it and accept the new snapshot as the baseline once it is governed.",
+        about="edge",
+    ),
+    Rule(
         "dataset-removed",
         DRIFT,
         Severity.WARNING,
@@ -189,6 +210,16 @@ RULES: tuple[Rule, ...] = (
         "A task now runs a different operator class than in the baseline; what it produces may have "
         "changed with it.",
         about="task",
+    ),
+    Rule(
+        "lineage-removed",
+        DRIFT,
+        Severity.WARNING,
+        "Lineage edge of the baseline is gone — a DAG no longer produces or reads an asset it did.",
+        "A DAG of the baseline stopped producing or consuming an asset of the baseline (both are still "
+        "there). If a consumer moved to another asset, or a producer dropped an outlet, check the "
+        "DAGs on the other side before accepting the new baseline.",
+        about="edge",
     ),
     Rule(
         "waiver-expired",

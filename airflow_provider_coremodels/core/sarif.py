@@ -24,6 +24,7 @@ from urllib.parse import quote
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.conflicts import read_conflicts
 from airflow_provider_coremodels.core.merge import DEPLOYMENT_KEY
+from airflow_provider_coremodels.core.render import display_names
 from airflow_provider_coremodels.core.rules import BY_CODE, RULES, Rule, Subject
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -37,16 +38,21 @@ def render_sarif(
     document: Mapping[str, Any],
     *,
     tool_version: str,
-    source_root: str | None = None,
+    source_root: str | Mapping[str | None, str] | None = None,
     waivers_path: str | None = None,
 ) -> str:
     """The document's findings as one SARIF run.
 
     ``source_root`` is prefixed to every DAG file path: where the DAG folder or bundle sits
-    in the repository the SARIF is uploaded for (``dags``, say). ``waivers_path`` is where an
-    expired waiver is located (the waiver file, as given on the command line).
+    in the repository the SARIF is uploaded for (``dags``, say); a mapping gives each bundle its
+    own (``{"analytics": "analytics/dags", None: "dags"}``, None for every other bundle). Where the
+    DAGs come from more than one bundle, a bundle without a root of its own is a folder of the
+    default root, named after it: two bundles' files of one relative path are never one file.
+    ``waivers_path`` is where an expired waiver is located (the waiver file, as given).
     """
-    locator = _Locator(document, source_root)
+    roots = dict(source_root) if isinstance(source_root, Mapping) else {None: source_root}
+    locator = _Locator(document, {bundle: root for bundle, root in roots.items() if root})
+    names = display_names(document)
     rule_index = {rule.code: i for i, rule in enumerate(RULES)}
     results = []
     for finding in document.get("findings", []):
@@ -58,6 +64,8 @@ def render_sarif(
             "partialFingerprints": {"coremodelsFinding/v1": _identity(code, finding["subject"])},
             "properties": {"section": finding["section"], "subject": finding["subject"]},
         }
+        if finding["subject"] in names and _about(code) in ("dag", "dataset"):
+            result["properties"]["displayName"] = names[finding["subject"]]
         if code in rule_index:
             result["ruleIndex"] = rule_index[code]
         about = _about(code)
@@ -149,9 +157,9 @@ def _physical(path: str) -> dict[str, Any]:
 
 
 class _Locator:
-    """Find the files a finding is about, from the document's DAGs and lineage."""
+    """Find the files a finding is about, from the document's DAGs, lineage and broken files."""
 
-    def __init__(self, document: Mapping[str, Any], source_root: str | None) -> None:
+    def __init__(self, document: Mapping[str, Any], roots: Mapping[str | None, str]) -> None:
         datasets = document.get("datasets", [])
         dags = [d for d in datasets if d.get("materialization") == "dag"]
         self.assets = {d["identity"] for d in datasets if d.get("materialization") == "asset"}
@@ -161,14 +169,31 @@ class _Locator:
             for d in dags
             if isinstance(d.get("metadata", {}).get(DEPLOYMENT_KEY), str)
         }
+        self.roots = roots
+        broken = [f for f in document.get("importErrors") or [] if isinstance(f, Mapping)]
+        bundles = {d.get("metadata", {}).get("airflow.bundle") for d in dags} | {
+            f.get("bundle") for f in broken
+        }
+        self.by_bundle = len(bundles - {None}) > 1
         # Only needed where the API gave no bundle path (Airflow 2): computed only then.
         unplaced = [d for d in dags if not d.get("metadata", {}).get("airflow.relativeFileloc")]
-        folder = _shared_folder([d["physicalName"] for d in unplaced if _absolute(d.get("physicalName"))])
+        self.folder = _shared_folder(
+            [d["physicalName"] for d in unplaced if _absolute(d.get("physicalName"))]
+            + [f["path"] for f in broken if not f.get("bundle") and _absolute(f.get("path"))]
+        )
         self.files: dict[str, str] = {}
         for dag in dags:
-            path = _relative_path(dag, folder)
+            path = _relative_path(dag, self.folder)
             if path:
-                self.files[dag["identity"]] = posixpath.join(source_root, path) if source_root else path
+                self.files[dag["identity"]] = self._rooted(
+                    dag.get("metadata", {}).get("airflow.bundle"), path
+                )
+        self.broken: dict[str, str] = {}
+        for file in broken:
+            path = file.get("path")
+            if isinstance(path, str) and path and isinstance(file.get("file"), str):
+                relative = posixpath.relpath(path, self.folder) if self.folder and _absolute(path) else path
+                self.broken[file["file"]] = self._rooted(file.get("bundle"), relative.lstrip("/"))
         self.consumers: dict[str, list[str]] = defaultdict(list)
         self.producers: dict[str, list[str]] = defaultdict(list)
         for edge in document.get("lineage", []):
@@ -188,7 +213,20 @@ class _Locator:
                 if dag["identity"] in self.files:
                     self.conflicts[conflict.uri].append(dag["identity"])
 
+    def _rooted(self, bundle: Any, path: str) -> str:
+        """A file's path in the repository: under its bundle's root, else the default root (in a
+        folder named after the bundle where there are several)."""
+        if isinstance(bundle, str) and bundle in self.roots:
+            return posixpath.join(self.roots[bundle], path)
+        if self.by_bundle and isinstance(bundle, str):
+            path = posixpath.join(bundle, path)
+        root = self.roots.get(None)
+        return posixpath.join(root, path) if root else path
+
     def paths(self, finding: Mapping[str, Any], about: Subject) -> list[str]:
+        if about == "file":
+            file = self.broken.get(finding["subject"])
+            return [file] if file else []
         return sorted({self.files[dag] for dag in self.dags(finding, about)})
 
     def deployments(self, finding: Mapping[str, Any], about: Subject) -> list[str]:
@@ -210,6 +248,8 @@ class _Locator:
         if about == "task":
             dag = self._dag_of_task(subject)
             return [dag] if dag else []
+        if about == "edge":  # "<dependsOn> -> <dependent>": one end is the DAG
+            return [end for end in subject.split(" -> ") if end in self.files][:1]
         return []
 
     def logical(self, finding: Mapping[str, Any], about: Subject) -> dict[str, str]:
@@ -218,7 +258,9 @@ class _Locator:
             kind = "member"
         elif about == "bundle":
             kind = "namespace"
-        elif about == "asset" or (about == "dataset" and (subject in self.assets or "://" in subject)):
+        elif about in ("edge", "asset") or (
+            about == "dataset" and (subject in self.assets or "://" in subject)
+        ):
             kind = "resource"
         else:
             kind = "module"

@@ -12,6 +12,8 @@ first; the JSON document and SARIF stay exact, since JSON escapes control charac
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 # C0 controls (tab, newline and CR among them), DEL, the C1 controls, the line and paragraph
 # separators, the bidi embeddings, overrides and isolates (the "Trojan Source" characters), and
@@ -43,3 +45,26 @@ def printable(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text
     return _UNSAFE.sub(_escape, text)
+
+
+def utf8_safe(value: str) -> str:
+    """``value``, with any lone surrogate (from a ``\\ud800`` escape) replaced, so it encodes as UTF-8."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
+def text_value(value: Any) -> str | None:
+    """A non-empty string read from an artifact, made safe to encode as UTF-8; None for anything else."""
+    return utf8_safe(value) if isinstance(value, str) and value else None
+
+
+def quoted_some(items: Iterable[str], most: int = 10) -> str:
+    """Up to ``most`` items, sorted and quoted, and how many more: a list a message can hold."""
+    ordered = sorted(items)
+    shown = ", ".join(f"'{item}'" for item in ordered[:most])
+    return shown + (f" and {len(ordered) - most} more" if len(ordered) > most else "")

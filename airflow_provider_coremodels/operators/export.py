@@ -16,8 +16,8 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.freshness import positive_number
 from airflow_provider_coremodels.core.render import (
-    asset_model_line,
-    deployments_line,
+    context_lines,
+    display_names,
     finding_line,
     findings_count_line,
     freshness_line,
@@ -175,15 +175,14 @@ def log_document(log: Any, document: dict[str, Any]) -> None:
     """What a task log says of a document: the summary lines, then a line per finding and per
     lossiness record, at a level that follows the finding's severity."""
     log.info("%s", summary_line(document))
-    if deployments := deployments_line(document):
-        log.info("%s", deployments)
-    if asset_model := asset_model_line(document):
-        log.info("%s", asset_model)
+    for line in context_lines(document):
+        log.info("%s", line)
     if freshness := freshness_line(document):
         log.info("%s", freshness)
     log.info("%s", findings_count_line(document["findings"]))
+    names = display_names(document)
     for finding in document["findings"]:
-        log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding))
+        log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding, names))
     for record in document["lossiness"]:
         log.warning("lossiness: %s: %s", record["artifact"], printable(record["message"]))
 

@@ -26,12 +26,13 @@ from markupsafe import Markup
 from airflow_provider_coremodels.core.lineage import LineageGraph, to_svg
 from airflow_provider_coremodels.core.render import (
     as_sentence,
-    asset_model_line,
     baseline_sentence,
-    deployments_line,
+    context_lines,
+    display_names,
     freshness_line,
     severity_breakdown,
     severity_counts,
+    subject_text,
 )
 
 #: Over this many nodes the picture is not drawn: past a few hundred boxes it is unreadable
@@ -68,7 +69,8 @@ def render_snapshot_page(
     state = _mapping(document.get("state"))
     facts = _mapping(state.get("facts"))
     counts = _mapping(state.get("counts"))
-    findings = [_finding(f) for f in _list(document.get("findings")) if isinstance(f, Mapping)]
+    names = display_names(document)
+    findings = [_finding(f, names) for f in _list(document.get("findings")) if isinstance(f, Mapping)]
     open_findings = [f for f in findings if not f["waived"]]
     external_edges = counts.get("lineageEdgesSkipped", document.get("lineageEdgesSkipped"))
     return _TEMPLATE.render(
@@ -89,9 +91,8 @@ def render_snapshot_page(
             ("External edges", external_edges),
         ],
         baseline=as_sentence(baseline_sentence(document.get("baseline"))),
-        asset_model=_asset_model(document),
-        deployments=_sentence(deployments_line(document)),
-        freshness=_freshness(document),
+        context=[as_sentence(line) for line in context_lines(document)],
+        freshness=_sentence(freshness_line(document)),
         findings=findings,
         open_count=len(open_findings),
         open_summary=severity_counts(open_findings),
@@ -123,13 +124,16 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _finding(raw: Mapping[str, Any]) -> dict[str, Any]:
+def _finding(raw: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
     waived = raw.get("waived")
+    subject = _text(raw.get("subject"))
+    shown = subject_text({**raw, "subject": subject}, names)
     return {
         "severity": _text(raw.get("severity")),
         "section": _text(raw.get("section")),
         "code": _text(raw.get("code")),
-        "subject": _text(raw.get("subject")),
+        "subject": subject,
+        "display": shown[len(subject) + 1 :] if shown != subject else "",
         "message": _text(raw.get("message")),
         "detail": _text(raw.get("detail")),
         "waived": (
@@ -140,17 +144,7 @@ def _finding(raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _asset_model(document: Mapping[str, Any]) -> str | None:
-    line = asset_model_line(document)
-    return as_sentence(line) if line else None
-
-
 def _sentence(line: str | None) -> str | None:
-    return as_sentence(line) if line else None
-
-
-def _freshness(document: Mapping[str, Any]) -> str | None:
-    line = freshness_line(document)
     return as_sentence(line) if line else None
 
 

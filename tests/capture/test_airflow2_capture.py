@@ -45,13 +45,16 @@ def test_v1_capture_matches_the_fixtures(max_page_limit: int) -> None:
     document = build_document(estate, audit(estate))
     assert document["fingerprint"] == fixture_document()["fingerprint"]
     assert document["findings"] == fixture_document()["findings"]
-    assert fixture_document()["lossiness"] == []
-    # what Airflow 2 cannot tell is said, not guessed
-    assert document["lossiness"] == [
-        {
-            "artifact": "dags",
-            "message": "latest run states unknown on Airflow 2 (producer-failing not judged)",
-        }
+    # what Airflow 2 cannot tell is said, not guessed: the latest run states, and task inlets
+    # (the offline parse of the fixtures, which list no import errors, says that too)
+    inlets = "task inlets unknown: this Airflow's API lists no consuming_tasks"
+    assert [r["message"].split(" (")[0] for r in document["lossiness"]] == [
+        "latest run states unknown on Airflow 2",
+        inlets,
+    ]
+    assert [r["message"].split(" (")[0] for r in fixture_document()["lossiness"]] == [
+        "import errors unknown: the dags artifact carries no import_errors",
+        inlets,
     ]
     datasets = {d["identity"]: d for d in document["datasets"]}
     assert datasets["daily_revenue"]["metadata"]["airflow.assetCondition"] == (
@@ -60,8 +63,13 @@ def test_v1_capture_matches_the_fixtures(max_page_limit: int) -> None:
     # Airflow 2 has no token endpoint: basic auth on every request
     assert ("POST", "/auth/token") not in requests
     assert requests[:2] == [("GET", "/api/v2/version"), ("GET", "/api/v1/version")]
-    # the details of the one dataset-triggered DAG, and no Airflow 3 alias or warning listing
-    assert [path for _, path in requests if "/details" in path] == ["/api/v1/dags/daily_revenue/details"]
+    # the details of the one dataset-triggered DAG and of the one without a description (its
+    # doc_md), and no Airflow 3 alias or warning listing
+    assert sorted(path for _, path in requests if "/details" in path) == [
+        "/api/v1/dags/daily_revenue/details",
+        "/api/v1/dags/legacy_cleanup/details",
+    ]
+    assert ("GET", "/api/v1/importErrors?limit=100&offset=0&order_by=import_error_id") in requests
     assert not any("alias" in path or "dagWarnings" in path for _, path in requests)
 
 

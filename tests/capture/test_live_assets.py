@@ -49,10 +49,13 @@ def test_every_declared_dependency_is_a_typed_edge_and_the_findings_tell_the_tru
         ("dag-no-owner", "raw_orders"),
         ("paused-producer", "s3://lake/raw_orders"),
     ]
-    # what it could not represent is declared: the reference that matches no asset
+    # what it could not represent is declared: the reference that matches no asset, and what no
+    # endpoint shows (the inputs the @asset functions read by parameter name)
     assert [(r["artifact"], r.get("subject")) for r in document["lossiness"]] == [
-        ("datasets", "orders_by_slash_ref")
+        ("dags", None),
+        ("datasets", "orders_by_slash_ref"),
     ]
+    assert document["lossiness"][0]["message"].startswith("the inputs of @asset functions")
 
 
 def test_a_read_only_viewer_captures_everything_an_admin_does(assets_server) -> None:
@@ -88,9 +91,10 @@ def test_a_read_only_viewer_captures_everything_an_admin_does(assets_server) -> 
 
 def test_request_count_is_the_minimum_plus_the_asset_model(assets_server) -> None:
     """The minimum (version, token, DAG page, a tasks request per DAG, asset page), plus one details
-    request per DAG scheduled on assets, one alias page, one warnings page, and one events page per
-    asset reached through an alias; for the freshness rules, one page of the DAGs whose latest run
-    failed. Counted on the wire."""
+    request per DAG scheduled on assets or without a description, one alias page, one warnings
+    page, one import errors page, one page of every asset (refused ones too), the dependency graph,
+    and one events page per asset reached through an alias; for the freshness rules, one page of
+    the DAGs whose latest run failed. Counted on the wire."""
     with CountingProxy(assets_server.base_url) as proxy:
         with AirflowApiClient(source(assets_server, proxy.base_url)) as client:
             captured = capture(client)
@@ -116,7 +120,10 @@ def test_request_count_is_the_minimum_plus_the_asset_model(assets_server) -> Non
         p for p in requests if p.startswith("/api/v2/assets/events?asset_id=")
     ]
     minimum = 2 + 1 + len(captured.tasks) + 1
-    assert captured.summary.requests == len(proxy.requests) == minimum + len(details) + 1 + 1 + 1 + 1
+    aliases, warnings, alias_events, failed_runs = 1, 1, 1, 1
+    import_errors, every_asset, graph = 1, 1, 1
+    model = aliases + warnings + alias_events + failed_runs + import_errors + every_asset + graph
+    assert captured.summary.requests == len(proxy.requests) == minimum + len(details) + model
     summary = captured.summary
     assert (summary.schedules, summary.alias_writers, summary.freshness) == (10, 1, 1)
     assert "(10 for asset schedules, 1 for alias writers, 1 for freshness)" in captured.summary.line()

@@ -79,8 +79,8 @@ def test_capture_then_offline_audit_matches_the_recorded_fixtures(airflow_server
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["dags.json", "datasets.json", "tasks.json"]
     assert result.stdout.startswith(
-        "captured 6 DAGs, 11 tasks, 4 assets: 15 requests (2 for asset schedules, 1 for freshness), "
-        "0 retries, "
+        "captured 6 DAGs, 11 tasks, 4 assets: 19 requests (2 for asset schedules, 1 for doc_md, "
+        "1 for freshness), 0 retries, "
     )
     assert airflow_server.password not in result.stdout + result.stderr
 
@@ -105,12 +105,33 @@ def test_captured_files_have_the_documented_shapes(airflow_server, tmp_path: Pat
     )
     with AirflowApiClient(source) as client:
         result = capture(client, keep_raw=True)
-    assert set(result.dags) == {"dags", "total_entries", "dag_warnings", "captured_at", "failed_latest_run"}
+    assert set(result.dags) == {
+        "dags",
+        "total_entries",
+        "dag_warnings",
+        "captured_at",
+        "failed_latest_run",
+        "import_errors",  # none here: every file imports
+        "includes_stale",  # the list holds the stale DAGs too
+        "lossiness",  # what the capture could not get: nothing here
+    }
+    assert (result.dags["import_errors"], result.dags["includes_stale"], result.dags["lossiness"]) == (
+        [],
+        True,
+        [],
+    )
     assert result.dags["captured_at"] == result.state.captured_at
     assert result.dags["failed_latest_run"] == []  # no DAG has run on this server
     assert result.dags["total_entries"] == len(result.dags["dags"]) == 6
     assert all(set(response) >= {"tasks"} for response in result.tasks.values())
-    assert set(result.datasets) == {"assets", "total_entries", "asset_aliases", "asset_events"}
+    assert set(result.datasets) == {
+        "assets",
+        "total_entries",
+        "asset_aliases",
+        "asset_events",
+        "inactive_assets",  # none here: no asset was refused
+        "dependencies",  # the dependency graph the references are checked against
+    }
     # the asset-scheduled DAGs carry their condition, from their details
     conditions = {d["dag_id"]: d.get("asset_expression") for d in result.dags["dags"]}
     assert [dag_id for dag_id, condition in conditions.items() if condition] == [
@@ -152,17 +173,22 @@ def test_reduced_capture_gives_the_same_snapshot_as_raw(airflow_server) -> None:
         "bundle_name",
         "relative_fileloc",
         "asset_expression",
+        "doc_md",  # from the details of a DAG without a description
+        "dag_display_name",
+        "is_stale",  # a stale DAG is broken or gone (core/broken.py)
+        "has_import_errors",
         "next_dagrun_run_after",  # volatile: read by the freshness rules, never fingerprinted
         "timetable_partitioned",
     }
 
 
 def test_request_count_is_the_minimum(airflow_server) -> None:
-    """version + token + 1 DAG page + 1 tasks request per DAG + 1 asset page, and for the asset
-    model: the details of the 2 asset-scheduled DAGs, 1 alias page, 1 page of asset-conflict
-    warnings (no asset here is reached through an alias: no event request), and for the freshness
-    rules 1 page of the DAGs whose latest run failed (Airflow 3.3 says each asset's last update
-    in the asset list itself). Counted on the wire."""
+    """version + token + 1 DAG page (stale DAGs too) + 1 tasks request per DAG + 1 asset page; for
+    the asset model the details of the 2 asset-scheduled DAGs, 1 alias page, 1 page of DAG warnings,
+    1 page of every asset (refused ones too) and the dependency graph (no asset here is reached
+    through an alias: no event request); 1 page of import errors and the details of the 1 DAG
+    without a description (its doc_md); for the freshness rules 1 page of the DAGs whose latest run
+    failed (Airflow 3.3 says each asset's last update in the asset list itself). Counted on the wire."""
     with CountingProxy(airflow_server.base_url) as proxy:
         source = ApiSource(proxy.base_url, username=airflow_server.username, password=airflow_server.password)
         with AirflowApiClient(source) as client:
@@ -171,18 +197,22 @@ def test_request_count_is_the_minimum(airflow_server) -> None:
             [
                 ("GET", "/api/v2/version"),
                 ("POST", "/auth/token"),
-                ("GET", "/api/v2/dags?limit=100&offset=0&order_by=dag_id"),
+                ("GET", "/api/v2/dags?exclude_stale=false&limit=100&offset=0&order_by=dag_id"),
                 ("GET", "/api/v2/assets?limit=100&offset=0&order_by=id"),
+                ("GET", "/api/v2/assets?only_active=false&limit=100&offset=0&order_by=id"),
                 ("GET", "/api/v2/assets/aliases?limit=100&offset=0&order_by=id"),
-                ("GET", "/api/v2/dagWarnings?warning_type=asset+conflict&limit=100&offset=0&order_by=dag_id"),
+                ("GET", "/api/v2/dagWarnings?limit=100&offset=0&order_by=dag_id"),
+                ("GET", "/api/v2/importErrors?limit=100&offset=0&order_by=import_error_id"),
+                ("GET", "/ui/dependencies"),
                 ("GET", "/api/v2/dags?last_dag_run_state=failed&limit=100&offset=0&order_by=dag_id"),
                 ("GET", "/api/v2/dags/customer_report/details"),
                 ("GET", "/api/v2/dags/daily_revenue/details"),
+                ("GET", "/api/v2/dags/legacy_cleanup/details"),
             ]
             + [("GET", f"/api/v2/dags/{dag_id}/tasks") for dag_id in sorted(result.tasks)]
         )
-    assert (result.summary.requests, result.summary.freshness) == (15, 1)
-    assert (result.summary.schedules, result.summary.alias_writers) == (2, 0)
+    assert (result.summary.requests, result.summary.freshness) == (19, 1)
+    assert (result.summary.schedules, result.summary.alias_writers, result.summary.documentation) == (2, 0, 1)
     assert result.summary.retries == 0
 
 
@@ -294,8 +324,10 @@ def test_server_capping_pages_still_yields_every_dag_and_asset(capped_server) ->
         source = ApiSource(proxy.base_url, username=capped_server.username, password=capped_server.password)
         with AirflowApiClient(source) as client:
             result = capture(client)
-        dag_pages = sorted(path for _, path in proxy.requests if path.startswith("/api/v2/dags?limit"))
-        asset_pages = sorted(path for _, path in proxy.requests if path.startswith("/api/v2/assets?"))
+        dag_pages = sorted(
+            path for _, path in proxy.requests if path.startswith("/api/v2/dags?exclude_stale=false&limit")
+        )
+        asset_pages = sorted(path for _, path in proxy.requests if path.startswith("/api/v2/assets?limit"))
     assert sorted(d["dag_id"] for d in result.dags["dags"]) == [
         "backfill_customers",
         "customer_report",
@@ -305,12 +337,14 @@ def test_server_capping_pages_still_yields_every_dag_and_asset(capped_server) ->
         "sync_crm",
     ]
     assert len(result.datasets["assets"]) == 4
-    assert dag_pages == [f"/api/v2/dags?limit=100&offset={o}&order_by=dag_id" for o in (0, 2, 4)]
+    assert dag_pages == [
+        f"/api/v2/dags?exclude_stale=false&limit=100&offset={o}&order_by=dag_id" for o in (0, 2, 4)
+    ]
     assert asset_pages == [f"/api/v2/assets?limit=100&offset={o}&order_by=id" for o in (0, 2)]
     assert all("limit=0" not in path for _, path in proxy.requests)
-    # version, token, 3 DAG pages, 6 tasks, 2 asset pages, 2 details, 1 alias page, 1 warnings page,
-    # 1 page of failed latest runs (empty here)
-    assert result.summary.requests == 18
+    # version, token, 3 DAG pages, 6 tasks, 2 asset pages, 2 pages of every asset, 3 details, 1 alias
+    # page, 1 warnings page, 1 import errors page, the dependency graph, 1 page of failed latest runs
+    assert result.summary.requests == 2 + 3 + 6 + 2 + 2 + 3 + 1 + 1 + 1 + 1 + 1
     estate = result.estate()
     assert build_document(estate, audit(estate))["fingerprint"] == fixture_document()["fingerprint"]
 

@@ -129,7 +129,8 @@ def test_unreadable_tasks_and_datasets_are_lossiness(tmp_path: Path, capsys) -> 
             "datasets",
             'datasets artifact ignored: unrecognized shape: expected {"assets": [...]}, '
             '{"datasets": [...]} or a JSON array, got an object with keys '
-            '["dags", "total_entries", "captured_at", "dag_warnings", "failed_latest_run"]',
+            '["dags", "total_entries", "includes_stale", "import_errors", "captured_at", "dag_warnings", '
+            '"failed_latest_run", "lossiness"]',
         ),
     ]
 

@@ -18,7 +18,7 @@ def dag(dag_id: str, *, paused: bool = False, schedule: str = "0 5 * * *") -> di
 
 
 def snapshot(path: Path, deployment: str | None, dags: list[dict], assets: list[dict], **state) -> Path:
-    document = document_for(dags, {d["dag_id"]: [] for d in dags}, {"assets": assets})
+    document = document_for(dags, {d["dag_id"]: [] for d in dags}, {"assets": assets}, served=True)
     document["state"].update(deployment=deployment, **state)
     path.write_text(json.dumps(document))
     return path

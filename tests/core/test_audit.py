@@ -33,7 +33,7 @@ def asset(uri: str, producers: list[str] = (), consumers: list[str] = ()) -> dic
 
 def findings(dags: list[Any], assets: list[Any] = ()) -> list[dict[str, Any]]:
     tasks = {d["dag_id"]: [] for d in dags}
-    return document_for(dags, tasks, {"assets": list(assets)})["findings"]
+    return document_for(dags, tasks, {"assets": list(assets)}, served=True)["findings"]
 
 
 # -- dag-no-description -------------------------------------------------------------------

@@ -62,7 +62,7 @@ def hostile_document() -> dict[str, Any]:
             {"uri": UNPRODUCED, "scheduled_dags": [{"dag_id": EVIL_DAG}, {"dag_id": NICE_DAG}]},
         ]
     }
-    document = document_for(dags, None, assets)
+    document = document_for(dags, None, assets, served=True)
     # What a stored snapshot may hold besides: a waiver reason, a baseline reason, a lossiness record.
     waived = next(f for f in document["findings"] if f["code"] == "dag-no-description")
     waived["waived"] = {"reason": WAIVER_REASON, "expires": "2030-01-01\x07"}

@@ -9,7 +9,7 @@ import json
 from datetime import datetime, timezone
 
 import pytest
-from support.helpers import artifact_paths
+from support.helpers import artifact_paths, as_served
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
 from airflow_provider_coremodels.core.model import Freshness
@@ -135,7 +135,8 @@ NOW = datetime(2026, 12, 1, 6, tzinfo=timezone.utc)
 
 def estate_of(*, dags: list[dict], assets: list[dict], failed: list[str] | None = None, **extra: object):
     doc: dict = {"dags": dags, **({"failed_latest_run": failed} if failed is not None else {}), **extra}
-    return parse_artifacts(json.dumps(doc), None, json.dumps({"assets": assets}))
+    dags_doc, datasets_doc = as_served(doc, {"assets": assets})
+    return parse_artifacts(json.dumps(dags_doc), None, json.dumps(datasets_doc))
 
 
 def dag(dag_id: str, schedule: str | None = "0 5 * * *", **keys: object) -> dict:

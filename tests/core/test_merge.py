@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+from support.helpers import as_served
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
 from airflow_provider_coremodels.core.merge import Part, merge
@@ -21,10 +22,11 @@ def dag(dag_id: str, *, paused: bool = False, schedule: str | None = "0 5 * * *"
 
 def part(name: str, dags: list[dict], assets: list[dict], *, stale: str | None = None, **dags_doc) -> Part:
     """A deployment's stored snapshot, as merge reads it: built, encoded, read back."""
+    served_dags, served_assets = as_served({"dags": dags, **dags_doc}, {"assets": assets})
     estate = parse_artifacts(
-        json.dumps({"dags": dags, **dags_doc}),
+        json.dumps(served_dags),
         json.dumps({d["dag_id"]: [{"task_id": "run", "operator_name": "BashOperator"}] for d in dags}),
-        json.dumps({"assets": assets}),
+        json.dumps(served_assets),
     )
     stored = load_document(json.dumps(build_document(estate, audit(estate)))).estate
     assert stored is not None

@@ -52,6 +52,22 @@ SchedulerJobRunner(job=Job())._update_asset_orphanage()
 """
 
 
+#: What a test that changes DAG files needs: Airflow otherwise skips a file parsed, or a DAG
+#: written, less than 30 s before ([dag_processor] min_file_process_interval,
+#: [core] min_serialized_dag_update_interval), and a change would silently not be seen; and it
+#: looks for DAGs that left their file once a minute ([scheduler] parsing_cleanup_interval), marking
+#: one stale once it was last parsed 50 s before its file ([dag_processor] stale_dag_threshold):
+#: every pass here, and 2 s, so a test's steps must be more than 2 s apart (``reparse`` sees to it).
+REPARSE_AT_ONCE = {
+    "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "0",
+    "AIRFLOW__CORE__MIN_SERIALIZED_DAG_UPDATE_INTERVAL": "0",
+    "AIRFLOW__SCHEDULER__PARSING_CLEANUP_INTERVAL": "0",
+    "AIRFLOW__DAG_PROCESSOR__STALE_DAG_THRESHOLD": "2",
+}
+#: The least time between two ``reparse`` passes: more than the stale threshold above.
+_REPARSE_GAP = 3.0
+
+
 class AirflowServerError(RuntimeError):
     """The Airflow API server (or one of its set-up commands) failed."""
 
@@ -168,6 +184,7 @@ class AirflowApiServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: Any = None
         self._token: str | None = None
+        self._last_reparse = time.monotonic()  # start-up parsed the DAG folder
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> AirflowApiServer:
@@ -264,6 +281,31 @@ class AirflowApiServer:
         """Run ``code`` with Airflow's environment (its metadata database) while the server runs:
         a test's way to set state no API call can, such as an old asset event."""
         self._run(["-c", code], timing=what.replace(" ", "_"), what=what)
+
+    def reparse(self) -> None:
+        """One pass of the DAG processor over the bundles, as a running deployment's would do: new
+        and changed files parsed, a deleted file's DAGs marked stale, import errors recorded. Start
+        the server with ``REPARSE_AT_ONCE`` in ``extra_env`` for a change to be written at once."""
+        wait = self._last_reparse + _REPARSE_GAP - time.monotonic()
+        if wait > 0:  # a DAG that left its file turns stale only once its last parse is that old
+            time.sleep(wait)
+        self._run_cli("dag-processor", "--num-runs", "1", timing="dag_processor")
+        self._last_reparse = time.monotonic()
+
+    def scheduler_pass_now(self) -> None:
+        """The scheduler's asset pass (activation, orphans, asset-conflict warnings) while running."""
+        self._run_python(_SCHEDULER_PASS, timing="scheduler_pass")
+
+    def patch(self, path: str, body: dict[str, Any]) -> requests.Response:
+        """PATCH ``path`` with a JSON body and a bearer token (``/api/v2/dags/x`` to pause, say)."""
+        if self._token is None:
+            self._token = self.token()
+        return requests.patch(
+            f"{self.base_url}{path}",
+            json=body,
+            headers={"Authorization": f"Bearer {self._token}"},
+            timeout=30,
+        )
 
     def _run_cli(self, *args: str, timing: str) -> None:
         self._run(["-m", "airflow", *args], timing=timing, what=f"`airflow {' '.join(args)}`")

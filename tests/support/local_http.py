@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 _Server = TypeVar("_Server", bound="BackgroundHTTPServer")
 
@@ -288,12 +288,14 @@ NOT_FOUND = json_reply({"detail": "Not Found"}, status=404)
 
 
 def no_aliases_no_warnings() -> dict[str, Reply]:
-    """What an Airflow 3 server without asset aliases, asset-conflict warnings or failed runs
-    answers to the lists the capture reads for the asset model and the freshness rules: defaults
-    for a scripted Airflow 3."""
+    """What an Airflow 3 server without asset aliases, DAG warnings, failed runs or import errors
+    answers to the lists the capture reads beside the DAGs and assets: defaults for a scripted
+    Airflow 3. (Its dependency graph and DAG details follow what else is scripted: see
+    ``ScriptedServer``.)"""
     return {
         "/api/v2/assets/aliases": json_reply({"asset_aliases": [], "total_entries": 0}),
         "/api/v2/dagWarnings": json_reply({"dag_warnings": [], "total_entries": 0}),
+        "/api/v2/importErrors": json_reply({"import_errors": [], "total_entries": 0}),
         FAILED_RUNS: json_reply({"dags": [], "total_entries": 0}),
     }
 
@@ -389,4 +391,36 @@ class ScriptedServer(BackgroundHTTPServer):
             queue = self._queues.get(key)
             if queue:
                 return queue.popleft()
-            return self._defaults.get(key, NOT_FOUND)
+            if key not in self._defaults:
+                return self._derived(path)
+            return self._defaults[key]
+
+    def _derived(self, path: str) -> Reply:
+        """What a real Airflow 3 answers, where nothing is scripted, to the two requests whose answer
+        follows from the rest: the dependency graph, drawn from the scripted asset list's references
+        (the code declares them all), and a DAG's details, for a DAG with no ``doc_md``. Any other
+        path is a 404. A test about either scripts it."""
+        assets = self._defaults.get("/api/v2/assets")
+        if path == "/ui/dependencies" and assets is not None and assets.status == 200:
+            return json_reply(graph_of(json.loads(assets.body or b"{}")))
+        parts = path.split("/")
+        if len(parts) == 6 and parts[1:4] == ["api", "v2", "dags"] and parts[5] == "details":
+            return json_reply({"dag_id": unquote(parts[4]), "doc_md": None})
+        return NOT_FOUND
+
+
+def graph_of(assets_page: Any) -> dict[str, Any]:
+    """``GET /ui/dependencies`` of an estate whose code declares every reference of ``assets_page``."""
+    edges = []
+    for raw in assets_page.get("assets", []) if isinstance(assets_page, dict) else []:
+        if not isinstance(raw, dict):
+            continue
+        node = f"asset:{raw.get('id')}"
+        for ref in raw.get("producing_tasks") or []:
+            if isinstance(ref, dict):
+                edges.append({"source_id": f"dag:{ref.get('dag_id')}", "target_id": node})
+        for key in ("scheduled_dags", "consuming_dags"):
+            for ref in raw.get(key) or []:
+                if isinstance(ref, dict):
+                    edges.append({"source_id": node, "target_id": f"dag:{ref.get('dag_id')}"})
+    return {"nodes": [], "edges": edges}

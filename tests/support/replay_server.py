@@ -19,6 +19,8 @@ What it answers (everything else is a 404):
   Airflow 3 first falls back to v1.
 * ``GET /api/v1/dags?limit=&offset=&order_by=``: the DAGs, one page at a time.
 * ``GET /api/v1/dags/{dag_id}/tasks``: the tasks of one DAG (``dag_id`` URL-encoded).
+* ``GET /api/v1/dags/{dag_id}/details``: the DAG with what its details add (``dag_details.json``).
+* ``GET /api/v1/importErrors``: none (the estate's files all import).
 * ``GET /api/v1/datasets/events?limit=&offset=&order_by=``: the dataset events, one page at a time.
 * ``GET /api/v1/datasets?limit=&offset=&order_by=``: the datasets, one page at a time. By
   default ``total_entries`` overstates the count by 2, like the Airflow 2 bug where the count
@@ -63,6 +65,7 @@ _ORDER_BY = {
     "dags": ("dag_id",),
     "datasets": ("id", "uri", "created_at", "updated_at"),
     "dataset_events": ("id", "timestamp", "source_dag_id"),
+    "import_errors": ("import_error_id", "timestamp", "filename"),
 }
 
 
@@ -204,6 +207,10 @@ class AirflowV1ReplayServer(BackgroundHTTPServer):
             if dag is None:
                 raise _Problem(404, "DAG not found", f"DAG with dag_id: '{endpoint[1]}' not found")
             return 200, {**dag, **self._details.get(endpoint[1], {"dataset_expression": None})}
+        if endpoint == ["importErrors"]:
+            self._require_method(method)
+            self._authenticate(authorization)
+            return 200, self._page("import_errors", [], query, default_order="import_error_id")
         if endpoint == ["datasets", "events"]:
             self._require_method(method)
             self._authenticate(authorization)
