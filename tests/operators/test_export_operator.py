@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.dag_runs import api_connection, dag_home, run_dag
-from support.helpers import AIRFLOW_VERSION, SERVED_ESTATE
+from support.helpers import AIRFLOW_VERSION, SERVED_ESTATE, WATCHERS_NOTE
 
 pytestmark = pytest.mark.airflow_server
 
@@ -43,7 +43,7 @@ def test_export_dag_logs_findings_and_returns_a_summary(runner_env, tmp_path: Pa
     assert (
         "Warning paused-producer s3://lake/orders.parquet: Every producer of this asset is paused "
         "while active DAGs still consume it — consumers will silently run on stale data."
-        " (producers: load_orders; active consumers: daily_revenue)" in log
+        f" (producers: load_orders; active consumers: daily_revenue{WATCHERS_NOTE})" in log
     )
     assert "Info dag-no-description legacy_cleanup: DAG has no description" in log
 
@@ -108,7 +108,8 @@ def test_waivers_are_logged_stored_and_left_out_of_the_counts(runner_env, tmp_pa
     assert marker(result.stdout, "STATE") == "success success", result.stdout[-3000:] + result.stderr[-3000:]
     log = result.stdout + result.stderr
     assert (
-        "(producers: load_orders; active consumers: daily_revenue) [waived: orders are being migrated]" in log
+        f"(producers: load_orders; active consumers: daily_revenue{WATCHERS_NOTE}) "
+        "[waived: orders are being migrated]" in log
     )
     assert "Warning waiver-expired dag-no-owner legacy_cleanup: Waiver has expired" in log
     open_warnings = SERVED_ESTATE.warnings  # the waived one is not counted; the expiry is

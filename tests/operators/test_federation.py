@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support.airflow_server import AirflowApiServer
 from support.dag_runs import api_connection, dag_home, run_dag
-from support.helpers import REPO
+from support.helpers import REPO, WATCHERS_NOTE
 
 pytestmark = pytest.mark.airflow_server
 
@@ -72,7 +72,7 @@ def test_the_merged_estate_joins_the_deployments_on_their_asset(runner) -> None:
     assert (
         "paused-producer",
         ORDERS,
-        "producers: etl/load_orders; active consumers: bi/daily_revenue",
+        f"producers: etl/load_orders; active consumers: bi/daily_revenue{WATCHERS_NOTE}",
     ) in codes
     assert not [c for c in codes if c[0] == "asset-unproduced"]
     # each deployment alone: bi would call the orders unproduced

@@ -18,7 +18,7 @@ import pytest
 import requests
 from support.airflow_server import AirflowApiServer
 from support.dag_runs import api_connection, dag_home, run_dag
-from support.helpers import REPO, UI_PAGE
+from support.helpers import REPO, UI_PAGE, WATCHERS_NOTE
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import audit
@@ -94,7 +94,11 @@ def test_the_audit_names_the_stale_asset_and_the_failing_producer(server) -> Non
         in stale_detail
     )
     assert "active consumers: orders_report" in stale_detail
-    assert failing == ("producer-failing", FEED, "producers: broken_feed; active consumers: feed_report")
+    assert failing == (
+        "producer-failing",
+        FEED,
+        f"producers: broken_feed; active consumers: feed_report{WATCHERS_NOTE}",
+    )
     # the watched asset is never judged; the feed (never updated, registered just now) is not stale
     assert result.freshness.judged == 2 and result.freshness.unjudged == {}
     assert DROPS not in {subject for _, subject, _ in freshness(result.findings)}

@@ -106,6 +106,14 @@ class ServedEstate:
     warnings: int
 
 
+#: What a finding about an asset with a DAG scheduled on it adds where the API lists no watchers
+#: (before Airflow 3.2): that one may update it, unseen.
+WATCHERS_NOTE = (
+    ""
+    if Version(AIRFLOW_VERSION) >= Version("3.2")
+    else "; watchers unknown: an event-driven trigger Airflow does not list may update it"
+)
+
 #: Airflow 3.0's REST API reports no task inlets (assets' ``consuming_tasks`` came in 3.1): the
 #: estate's one inlet-only edge (daily_revenue reads s3://vendor/fx_rates.csv) is not served, and
 #: neither is the asset-unproduced warning it leads to.
