@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from support.helpers import CLI_GROUP, REPO
 from support.hostile_api import TOKEN, HostileApi, gzip_bomb
 from support.local_http import ScriptedServer, json_reply
+from support.measured import run_measured
 
 PASSWORD = "hostile-Canary-pa55word"
 BUDGET, TIMEOUT = 5.0, 2.0
@@ -35,19 +35,6 @@ class Run:
     seconds: float
     peak_rss_mb: float
     files: dict[str, bytes]
-
-
-# Runs the CLI as python -m does, and writes its peak RSS at exit: VmHWM, the kernel's high-water
-# mark of this process's own memory (ru_maxrss would carry over the forking test process's).
-_MEASURED = """
-import atexit, os, runpy, sys
-def peak():
-    hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-    open(os.environ["PEAK_RSS_FILE"], "w").write(hwm.split()[1])
-atexit.register(peak)
-sys.argv = ["airflow_provider_coremodels", *sys.argv[1:]]
-runpy.run_module("airflow_provider_coremodels", run_name="__main__")
-"""
 
 
 def capture(base_url: str, out: Path, *extra: str) -> Run:
@@ -68,16 +55,9 @@ def capture(base_url: str, out: Path, *extra: str) -> Run:
         str(out),
         *extra,
     ]
-    peak_file = out.parent / f"{out.name}.peak-rss"
-    env = {**os.environ, "HOSTILE_PASSWORD": PASSWORD, "PEAK_RSS_FILE": str(peak_file)}
-    started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-c", _MEASURED, *arguments], capture_output=True, env=env, cwd=REPO, timeout=120
-    )
-    seconds = time.monotonic() - started
+    run = run_measured(*arguments, env={"HOSTILE_PASSWORD": PASSWORD}, cwd=REPO)
     files = {p.name: p.read_bytes() for p in out.iterdir()} if out.exists() else {}
-    peak_mb = int(peak_file.read_text()) / 1024
-    return Run(result.returncode, result.stdout.decode(), result.stderr.decode(), seconds, peak_mb, files)
+    return Run(run.code, run.out, run.err, run.seconds, run.peak_rss_mb, files)
 
 
 def assert_ended_cleanly(run: Run, *, code: int) -> None:

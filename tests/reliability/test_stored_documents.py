@@ -11,57 +11,21 @@ command runs as a user runs it, ``python -m airflow_provider_coremodels`` in a s
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from support.helpers import REPO, document_for
 from support.hostile_api import HostileApi
+from support.measured import Measured, run_measured
 
 from airflow_provider_coremodels import defaults
 
 RSS_CEILING_MB = 300
 SECONDS = 20  # interpreter start-up included: a refusal is at once, a read of 3 GB is minutes
 
-_MEASURED = """
-import atexit, os, runpy, sys
-def peak():
-    hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-    open(os.environ["PEAK_RSS_FILE"], "w").write(hwm.split()[1])
-atexit.register(peak)
-sys.argv = ["airflow_provider_coremodels", *sys.argv[1:]]
-runpy.run_module("airflow_provider_coremodels", run_name="__main__")
-"""
 
-
-@dataclass(frozen=True)
-class Run:
-    code: int
-    out: str
-    err: str
-    seconds: float
-    peak_rss_mb: float
-
-
-def cli(tmp_path: Path, *arguments: str) -> Run:
-    peak = tmp_path / f"peak-{time.monotonic_ns()}"
-    env = {**os.environ, "PEAK_RSS_FILE": str(peak), "HOSTILE_PASSWORD": "pw"}
-    started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-c", _MEASURED, *arguments], capture_output=True, text=True, env=env, cwd=REPO,
-        timeout=120, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    return Run(
-        result.returncode,
-        result.stdout,
-        result.stderr,
-        time.monotonic() - started,
-        int(peak.read_text()) / 1024,
-    )
+def cli(tmp_path: Path, *arguments: str) -> Measured:
+    return run_measured(*arguments, env={"HOSTILE_PASSWORD": "pw"}, cwd=REPO)
 
 
 def document() -> dict:
@@ -78,7 +42,7 @@ def huge_sink(tmp_path: Path) -> Path:
     return sink
 
 
-def refused(run: Run, code: int = 2) -> str:
+def refused(run: Measured, code: int = 2) -> str:
     print(f"exit {run.code} in {run.seconds:.1f} s, peak RSS {run.peak_rss_mb:.0f} MB")
     assert run.code == code, run.err
     assert run.seconds < SECONDS, f"{run.seconds:.1f} s"
