@@ -1,7 +1,10 @@
 """Export, the job the operator and ``airflow coremodels export`` run: capture, audit, push.
 
-The sinks' stored baseline (the first sink that has one) is read before anything is written,
-so coverage and drift compare against the previous export; then every sink gets the document.
+Every sink is opened (its scheme, package and connection checked) before the capture, so a
+sink that cannot work fails the run before it costs anything. The sinks' stored baseline (the
+first sink that has one) is read before anything is written, so coverage and drift compare
+against the previous export; then every sink gets the document, each on its own: one that
+fails is reported (``SinkResult.error``) and costs the others nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +30,12 @@ from airflow_provider_coremodels.core import (
 )
 from airflow_provider_coremodels.core.document import Document
 from airflow_provider_coremodels.core.waivers import Waiver
-from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
+from airflow_provider_coremodels.errors import (
+    ConnectionConfigError,
+    SinkError,
+    SnapshotDocumentError,
+    UsageError,
+)
 from airflow_provider_coremodels.sinks import FileSink, ObjectStorageSink, Sink, SinkResult
 from airflow_provider_coremodels.transport import RetryPolicy, redact_url
 
@@ -47,6 +55,11 @@ class ExportResult:
     def findings_changed(self) -> bool:
         """True when a sink held this fingerprint with other findings, and stored the new ones."""
         return any(result.findings_changed for result in self.sinks)
+
+    @property
+    def failed(self) -> list[SinkResult]:
+        """The sinks the document could not be pushed to (the others were)."""
+        return failed_sinks(self.sinks)
 
     def summary(self) -> dict[str, Any]:
         """A compact, JSON-safe summary: what the operator returns to XCom."""
@@ -83,6 +96,21 @@ def sinks_said(results: Sequence[SinkResult]) -> str:
     """``<sink> (written), <sink> (unchanged), openlineage:// (sent 6 events)``, or ``no sink``: the
     end of a summary line."""
     return ", ".join(f"{r.sink} ({r.said()})" for r in results) or "no sink"
+
+
+def failed_sinks(results: Sequence[SinkResult]) -> list[SinkResult]:
+    return [result for result in results if result.error is not None]
+
+
+def push_all(sinks: Sequence[Sink], document: Document) -> list[SinkResult]:
+    """Push ``document`` to every sink in turn; one that fails is a failed result, not the end."""
+    results = []
+    for sink in sinks:
+        try:
+            results.append(sink.push(document))
+        except SinkError as exc:
+            results.append(SinkResult.failed(sink.uri, str(exc)))
+    return results
 
 
 def open_sinks(
@@ -152,13 +180,45 @@ def open_sink(
             f"sink {redact_url(uri)}: unknown scheme {scheme!r}: a sink is a path or file:// URI, "
             f"an http(s):// endpoint, object storage ({schemes}), or openlineage://"
         )
+    return open_object_storage(uri, sink_conn_id)
+
+
+def open_object_storage(
+    uri: str,
+    conn_id: str | None,
+    *,
+    label: str | None = None,
+    conn_option: str = "--sink-conn-id",
+) -> ObjectStorageSink:
+    """The object-storage sink at ``uri``, its connection found and its filesystem resolved now.
+
+    Without this a missing filesystem package (s3fs, gcsfs, adlfs) or provider would surface only
+    when the sink is first read, after the capture; and a connection id nobody defined would be
+    passed over in silence by the store's client, which falls back to anonymous access; so would
+    one kept in the metadata database, when this runs outside a task (``share_with_other_hooks``).
+    ``label`` begins each error (default ``sink <uri>``); ``conn_option`` names where the
+    connection id was given.
+    """
+    scheme = urlsplit(uri).scheme.lower()
+    package = OBJECT_STORAGE[scheme]
+    label = label or f"sink {redact_url(uri)}"
+    if conn_id:
+        from airflow_provider_coremodels.compat import BaseHook
+        from airflow_provider_coremodels.hooks.connection_fields import share_with_other_hooks
+
+        try:
+            share_with_other_hooks(BaseHook, conn_id)
+        except ConnectionConfigError as exc:
+            raise UsageError(f"{label}: {conn_option}: {exc}") from None
     try:
-        return ObjectStorageSink(uri, conn_id=sink_conn_id)
-    except (ImportError, ValueError) as exc:  # the filesystem's provider is not installed
+        sink = ObjectStorageSink(uri, conn_id=conn_id)
+        sink.resolve()
+    except (ImportError, ValueError, TypeError) as exc:  # no provider for the scheme, or no package
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
         raise UsageError(
-            f"sink {redact_url(uri)}: {scheme}:// needs {package} installed ({type(exc).__name__}: "
-            f"{str(exc)[:200]})"
+            f"{label}: {scheme}:// needs {package}: pip install '{package}' ({reason})"
         ) from None
+    return sink
 
 
 #: The scheme of the OpenLineage sink, and what it needs installed.
@@ -215,17 +275,23 @@ def export(
     baseline, estate, missing = baseline_of(sinks, estate)
     result = audit(estate, baseline, no_baseline=missing, waivers=waivers, now=now, tolerance=stale_tolerance)
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)
-    pushed = [sink.push(document) for sink in sinks]
-    return ExportResult(document, captured.summary, pushed)
+    return ExportResult(document, captured.summary, push_all(sinks, document))
 
 
 def baseline_of(sinks: Sequence[Sink], estate: Estate) -> tuple[Baseline | None, Estate, str]:
     """The first stored baseline among the sinks; an unreadable one becomes a lossiness record.
 
-    Returns the baseline (or None), the estate (with that record), and why there is none.
+    A sink whose store cannot be read at all (unreachable, refused) is passed over with a record,
+    and the next sink's baseline is used: its push will fail on its own, not everyone's.
+    Returns the baseline (or None), the estate (with its records), and why there is none.
     """
     for sink in sinks:
-        data = sink.read_baseline()
+        try:
+            data = sink.read_baseline()
+        except SinkError as exc:
+            record = Lossiness("baseline", f"the baseline could not be read: {exc}")
+            estate = dataclasses.replace(estate, lossiness=(*estate.lossiness, record))
+            continue
         if data is None:
             continue
         try:

@@ -26,7 +26,14 @@ from airflow_provider_coremodels.core.freshness import format_time, parse_time
 from airflow_provider_coremodels.core.merge import Part, merge
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
-from airflow_provider_coremodels.export import baseline_of, open_by_severity, open_sink, sinks_said
+from airflow_provider_coremodels.export import (
+    baseline_of,
+    failed_sinks,
+    open_by_severity,
+    open_sink,
+    push_all,
+    sinks_said,
+)
 from airflow_provider_coremodels.input_files import read_stored
 from airflow_provider_coremodels.sinks import Sink, SinkResult
 from airflow_provider_coremodels.sinks.layout import LATEST
@@ -56,6 +63,11 @@ class MergeResult:
     sinks: list[SinkResult]
     deployments: list[str]
     stale: list[str]
+
+    @property
+    def failed(self) -> list[SinkResult]:
+        """The sinks the merged document could not be pushed to (the others were)."""
+        return failed_sinks(self.sinks)
 
     def summary(self) -> dict[str, Any]:
         """A compact, JSON-safe summary: what the merge operator returns to XCom."""
@@ -226,6 +238,6 @@ def _merge_and_push(
     result = audit(estate, baseline, no_baseline=reason, waivers=waivers, now=now, tolerance=stale_tolerance)
     # lean: the merged document is only written out (printed, pushed), never read field by field
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes, lean=True)
-    pushed = [sink.push(document) for sink in sinks]
+    pushed = push_all(sinks, document)
     stale = sorted(part.deployment for part in parts if part.stale)
     return MergeResult(document, pushed, [part.deployment for part in parts], stale)

@@ -50,13 +50,24 @@ def get_provider_info() -> dict[str, Any]:
                 "description": "The CoreModels page in the Airflow UI (Browse → CoreModels).",
                 "options": {
                     "ui_snapshot_dir": {
-                        "description": "Where the page reads the latest snapshot: the directory a file "
-                        "sink of the export writes to (it holds latest.json and history/), or one "
-                        "snapshot document (.json). Read by the API server; empty, the page says how "
-                        "to set it.\n",
+                        "description": "Where the page reads the latest snapshot: where a sink of "
+                        "the export writes (a directory, or an object-storage URI such as "
+                        "s3://bucket/prefix read with ui_snapshot_conn_id; either holds latest.json "
+                        "and history/), or one snapshot document (.json). Read by the API server; "
+                        "empty, the page says how to set it.\n",
                         "version_added": "0.1.0",
                         "type": "string",
-                        "example": "/data/coremodels",
+                        "example": "s3://governance/airflow",
+                        "default": "",
+                    },
+                    "ui_snapshot_conn_id": {
+                        "description": "The connection the API server reads an object-storage "
+                        "ui_snapshot_dir with (an aws connection for s3://, google_cloud_platform "
+                        "for gs://, ...): the one the export's sink_conn_id names. Empty, the "
+                        "store's own default credentials are used.\n",
+                        "version_added": "0.3.0",
+                        "type": "string",
+                        "example": "aws_default",
                         "default": "",
                     },
                 },

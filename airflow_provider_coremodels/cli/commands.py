@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from airflow_provider_coremodels.core.capabilities import require
 from airflow_provider_coremodels.core.render import render_json, render_table
 from airflow_provider_coremodels.core.rules import failing_findings
 from airflow_provider_coremodels.core.text import printable
-from airflow_provider_coremodels.errors import UsageError
+from airflow_provider_coremodels.errors import SinkError, UsageError
 from airflow_provider_coremodels.input_files import (
     read_artifacts,
     read_baseline,
@@ -28,6 +29,7 @@ from airflow_provider_coremodels.input_files import (
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
+    from airflow_provider_coremodels.sinks import SinkResult
 
 #: The example estate's recorded REST responses (example_dags/estate served by Airflow 3.3),
 #: package data so that a first run needs nothing but the install.
@@ -123,7 +125,7 @@ def merge(args: argparse.Namespace) -> int:
     emit(render(result.document, args))
     if sinks:
         say_summary(result.summary_line(), args)
-    return exit_code(result.document["findings"], args.fail_on)
+    return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)
 
 
 def capture(args: argparse.Namespace) -> int:
@@ -199,7 +201,17 @@ def export(args: argparse.Namespace) -> int:
         progress.close()
     emit(render(result.document, args))
     say_summary(f"{result.capture.line()}\n{result.summary_line()}", args)
-    return exit_code(result.document["findings"], args.fail_on)
+    return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)
+
+
+def sink_failures(failed: Sequence[SinkResult]) -> int:
+    """One line on stderr per sink the document could not be pushed to; exit 3 if there was one.
+
+    Every other sink was written all the same: one broken store costs the others nothing.
+    """
+    for result in failed:
+        sys.stderr.write(f"error: {printable(str(result.error))}\n")
+    return SinkError.exit_code if failed else EXIT_OK
 
 
 def say_summary(summary: str, args: argparse.Namespace) -> None:

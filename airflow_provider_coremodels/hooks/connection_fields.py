@@ -30,6 +30,29 @@ def get_connection(hook: Any, conn_id: str) -> Any:
     return stored
 
 
+def share_with_other_hooks(hook: Any, conn_id: str) -> None:
+    """Make ``conn_id`` visible to another provider's hooks in this process, wherever it is kept.
+
+    The object-storage filesystems (the amazon provider's s3fs, say) look their connection up
+    through the SDK themselves; outside a task that lookup misses a connection kept in the
+    metadata database, and the store's client then falls back to anonymous access without an
+    error. Such a connection is handed to this process's environment
+    (``AIRFLOW_CONN_<ID>``, which every lookup reads first) so the filesystem finds it; one the
+    SDK already sees is left alone. Nothing is written anywhere: the variable lives and dies with
+    this process. An undefined connection is a ConnectionConfigError saying how to define it.
+    """
+    import os
+
+    try:
+        hook.get_connection(conn_id)
+        return
+    except Exception as exc:
+        if type(exc).__name__ not in _NOT_FOUND:
+            raise
+    stored = get_connection(hook, conn_id)
+    os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = stored.as_json()
+
+
 def _in_task() -> bool:
     """Whether this process runs a task (it talks to its supervisor, never to the database)."""
     import sys

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_coremodels.capture import AirflowApiClient
+    from airflow_provider_coremodels.sinks import SinkResult
 
 LOG_LEVEL = {"Info": logging.INFO, "Warning": logging.WARNING, "Error": logging.ERROR}
 
@@ -156,6 +157,7 @@ class CoreModelsExportOperator(BaseOperator):
         log_document(self.log, document)
         self.log.info("%s", result.summary_line())
         summary = result.summary()
+        fail_on_sinks(self.log, result.failed)
         fail_on_findings(document, self.fail_on)
         return summary
 
@@ -185,6 +187,18 @@ def log_document(log: Any, document: dict[str, Any]) -> None:
         log.log(LOG_LEVEL.get(finding["severity"], logging.INFO), "%s", finding_line(finding, names))
     for record in document["lossiness"]:
         log.warning("lossiness: %s: %s", record["artifact"], printable(record["message"]))
+
+
+def fail_on_sinks(log: Any, failed: Sequence[SinkResult]) -> None:
+    """Fail the task when a sink could not be written: one error line each, after every other
+    sink got the snapshot."""
+    for result in failed:
+        log.error("%s", SECRETS.scrub(str(result.error)))
+    if failed:
+        names = ", ".join(result.sink for result in failed)
+        raise AirflowException(
+            f"{len(failed)} sink(s) could not be written: {names}; every other sink was written"
+        )
 
 
 def fail_on_findings(document: dict[str, Any], fail_on: str) -> None:

@@ -18,7 +18,12 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.rules import FAIL_ON
 from airflow_provider_coremodels.errors import CoreModelsError
-from airflow_provider_coremodels.operators.export import fail_on_findings, log_document, operator_waivers
+from airflow_provider_coremodels.operators.export import (
+    fail_on_findings,
+    fail_on_sinks,
+    log_document,
+    operator_waivers,
+)
 from airflow_provider_coremodels.redaction import SECRETS
 
 if TYPE_CHECKING:
@@ -102,6 +107,7 @@ class CoreModelsMergeOperator(BaseOperator):
             raise AirflowException(SECRETS.scrub(str(exc))) from exc
         log_document(self.log, result.document)
         self.log.info("%s", result.summary_line())
+        fail_on_sinks(self.log, result.failed)
         fail_on_findings(result.document, self.fail_on)
         return result.summary()
 

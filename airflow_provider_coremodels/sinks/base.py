@@ -17,7 +17,8 @@ class SinkResult:
     written. ``findings_changed``: it held this fingerprint with other findings (a waiver added
     or expired, freshness changed), so the document was stored again. ``sent``: how many events a
     sink that sends events rather than the document (OpenLineage) handed to its transport; None
-    for the others.
+    for the others. ``error``: why the push failed (one line naming the sink, no secret); the
+    other sinks were pushed all the same.
     """
 
     sink: str
@@ -26,6 +27,11 @@ class SinkResult:
     baseline_replaced: bool = False
     findings_changed: bool = False
     sent: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, sink: str, error: str) -> SinkResult:
+        return cls(sink, unchanged=False, error=error)
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -37,10 +43,15 @@ class SinkResult:
         }
         if self.sent is not None:
             out["sent"] = self.sent
+        if self.error is not None:
+            out["error"] = self.error
         return out
 
     def said(self) -> str:
-        """What a summary line says of this push: ``written``, ``unchanged`` or ``sent N events``."""
+        """What a summary line says of this push: ``written``, ``unchanged``, ``sent N events`` or
+        ``failed``."""
+        if self.error is not None:
+            return "failed"
         if self.sent is not None:
             return f"sent {self.sent} event{'' if self.sent == 1 else 's'}"
         return "unchanged" if self.unchanged else "written"

@@ -246,6 +246,11 @@ class ObjectStorageSink(DirectorySink):
 
         super().__init__(ObjectStoragePath(uri, conn_id=conn_id), uri)
 
+    def resolve(self) -> None:
+        """Attach the store's filesystem now: a missing provider or package fails here, before any
+        capture (ImportError or ValueError), not at the first read."""
+        self.root.fs  # noqa: B018 - the property attaches the filesystem
+
     def _mkdir(self, path: Any) -> None:
         return None
 

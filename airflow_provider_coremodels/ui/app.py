@@ -8,8 +8,10 @@ module on the first request only.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from airflow.api_fastapi.core_api.security import GetUserDep
 from airflow.configuration import conf
@@ -17,6 +19,8 @@ from fastapi import FastAPI, HTTPException, Query, Request, status
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from airflow_provider_coremodels.errors import UsageError
+from airflow_provider_coremodels.transport import redact_url
 from airflow_provider_coremodels.ui.page import (
     CONTENT_SECURITY_POLICY,
     render_problem_page,
@@ -25,9 +29,11 @@ from airflow_provider_coremodels.ui.page import (
 from airflow_provider_coremodels.ui.source import (
     CONFIG_OPTION,
     CONFIG_SECTION,
+    CONN_OPTION,
     Problem,
     Snapshot,
     read_snapshot,
+    read_store,
 )
 
 log = logging.getLogger(__name__)
@@ -67,17 +73,58 @@ def _require_estate_reader(user: Any) -> None:
 
 
 def _snapshot() -> Snapshot | Problem:
-    location = conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback="") or ""
+    location = (conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback="") or "").strip()
+    conn_id = (conf.get(CONFIG_SECTION, CONN_OPTION, fallback="") or "").strip() or None
     try:
-        return read_snapshot(location)
+        scheme = urlsplit(location).scheme.lower()
+        if len(scheme) > 1 and scheme != "file":
+            store = _store(location, scheme, conn_id)
+            return store if isinstance(store, Problem) else read_store(store)
+        return read_snapshot(urlsplit(location).path if scheme == "file" else location)
     except Exception:  # the page never shows a stack trace; the API server's log has it
-        log.exception("CoreModels page: reading the snapshot at %r failed", location)
+        log.exception("CoreModels page: reading the snapshot at %r failed", redact_url(location))
         return Problem(
             "The snapshot could not be read",
-            f"Reading the snapshot at {location!r} failed unexpectedly.",
+            f"Reading the snapshot at {redact_url(location)!r} failed unexpectedly.",
             "The Airflow API server's log has the details.",
             status=500,
         )
+
+
+def _store(location: str, scheme: str, conn_id: str | None) -> Any:
+    """The object-storage path the page reads, opened with its connection, or why it cannot be."""
+    from airflow_provider_coremodels.export import OBJECT_STORAGE
+
+    if scheme not in OBJECT_STORAGE:
+        schemes = ", ".join(f"{s}://" for s in sorted(OBJECT_STORAGE))
+        return Problem(
+            "The snapshot location is not one the page can read",
+            f"[{CONFIG_SECTION}] {CONFIG_OPTION} is {redact_url(location)!r}: {scheme}:// is not a sink.",
+            f"Point it at a directory, a snapshot document (.json), or object storage ({schemes}).",
+            status=500,
+        )
+    try:
+        return _opened_store(location, conn_id)
+    except UsageError as exc:
+        return Problem(
+            "The snapshot store cannot be opened",
+            f"{exc}.",
+            f"Install what it names on the API server, or define the connection [{CONFIG_SECTION}] "
+            f"{CONN_OPTION} names, and restart the API server.",
+            status=500,
+        )
+
+
+@functools.lru_cache(maxsize=4)
+def _opened_store(location: str, conn_id: str | None) -> Any:
+    """Opened once per location (a failure is not kept: installing or defining what it lacked fixes
+    it on the next request)."""
+    from airflow_provider_coremodels.export import open_object_storage
+
+    label = f"[{CONFIG_SECTION}] {CONFIG_OPTION} {redact_url(location)}"
+    return open_object_storage(
+        location, conn_id, label=label, conn_option=f"[{CONFIG_SECTION}] {CONN_OPTION}"
+    ).root
 
 
 @app.middleware("http")
@@ -105,13 +152,13 @@ def snapshot_page(
         return HTMLResponse(render_problem_page(found.title, found.detail, found.fix), found.status)
     try:
         html = render_snapshot_page(
-            found.document, source=str(found.path), note=found.note, around=around, depth=depth
+            found.document, source=found.shown, note=found.note, around=around, depth=depth
         )
     except Exception:
-        log.exception("CoreModels page: rendering %s failed", found.path)
+        log.exception("CoreModels page: rendering %s failed", found.shown)
         problem = render_problem_page(
             "The snapshot could not be shown",
-            f"Rendering {found.path} failed unexpectedly.",
+            f"Rendering {found.shown} failed unexpectedly.",
             "The Airflow API server's log has the details.",
         )
         return HTMLResponse(problem, status.HTTP_500_INTERNAL_SERVER_ERROR)

@@ -1,8 +1,11 @@
-"""Find and read the snapshot the page shows: a file sink's directory, or one document file.
+"""Find and read the snapshot the page shows: a sink's directory (local or in object storage),
+or one document file.
 
-No Airflow here: the glue passes in the configured location and turns the outcome into a
-response. Every way this can go wrong becomes a ``Problem`` that says what is wrong and how
-to fix it, because the person reading it is looking at a web page, not a stack trace.
+No Airflow here: the glue passes in the configured location (or, for object storage, the
+store's path object, opened with its connection) and turns the outcome into a response. Every
+way this can go wrong becomes a ``Problem`` that says what is wrong and how to fix it, because
+the person reading it is looking at a web page, not a stack trace. Every document is read
+within the one bound every stored document is read within.
 """
 
 from __future__ import annotations
@@ -16,21 +19,36 @@ from typing import Any
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.document import load_document
 from airflow_provider_coremodels.errors import SnapshotDocumentError
-from airflow_provider_coremodels.input_files import Unreadable, read_bounded
+from airflow_provider_coremodels.input_files import Unreadable, read_bounded, read_limited
 from airflow_provider_coremodels.sinks.layout import HISTORY, HISTORY_ENTRY, LATEST
 
-#: The configuration the page reads: ``[coremodels] ui_snapshot_dir``.
+#: The configuration the page reads: ``[coremodels] ui_snapshot_dir`` (a path or an
+#: object-storage URI) and ``ui_snapshot_conn_id`` (the connection of that store).
 CONFIG_SECTION = "coremodels"
 CONFIG_OPTION = "ui_snapshot_dir"
 CONFIG_ENV = "AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR"
+CONN_OPTION = "ui_snapshot_conn_id"
+CONN_ENV = "AIRFLOW__COREMODELS__UI_SNAPSHOT_CONN_ID"
 
 
-_FIX_EXPORT = (
-    "Run the export with a file sink into that directory — the coremodels_export DAG "
-    "(CoreModelsExportOperator with sinks=['/path/to/dir']) or "
-    "`airflow coremodels export --sink /path/to/dir` — "
-    "and reload this page."
-)
+def _fix_export(where: str = "/path/to/dir") -> str:
+    return (
+        "Run the export with a sink writing there — the coremodels_export DAG "
+        f"(CoreModelsExportOperator with sinks=['{where}']) or "
+        f"`airflow coremodels export --sink {where}` — "
+        "and reload this page."
+    )
+
+
+_FIX_EXPORT = _fix_export()
+
+
+def shown(path: Any) -> str:
+    """Where ``path`` is, as a person names it: an object-storage path's ``str`` carries the
+    connection id before its bucket (``s3://conn@bucket/key``), which is no part of the URI."""
+    text = str(path)
+    conn_id = getattr(path, "conn_id", None)
+    return text.replace(f"://{conn_id}@", "://", 1) if conn_id else text
 
 
 @dataclass(frozen=True)
@@ -48,17 +66,24 @@ class Snapshot:
     """A snapshot document read from ``path``; ``note`` explains a choice the reader should know."""
 
     document: dict[str, Any]
-    path: Path
+    path: Any  # a Path, or an object-storage path: str() of either is its location
     raw: bytes
     note: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """Where it was read from, as a person names it."""
+        return shown(self.path)
 
 
 def _configure_hint(location: str) -> str:
     return (
         f"Set [{CONFIG_SECTION}] {CONFIG_OPTION} in airflow.cfg (or the environment variable "
-        f"{CONFIG_ENV}) on the API server to the directory a file sink of the export writes to "
-        f"(it holds {LATEST} and {HISTORY}/), or to one snapshot document (.json), and restart "
-        f"the API server.{' It is now ' + repr(location) + '.' if location else ''}"
+        f"{CONFIG_ENV}) on the API server to where a sink of the export writes: a directory, or "
+        f"an object-storage URI such as s3://bucket/prefix with [{CONFIG_SECTION}] {CONN_OPTION} "
+        f"naming its connection (either holds {LATEST} and {HISTORY}/), or to one snapshot "
+        f"document (.json), and restart the API server."
+        f"{' It is now ' + repr(location) + '.' if location else ''}"
     )
 
 
@@ -96,19 +121,45 @@ def read_snapshot(location: str) -> Snapshot | Problem:
     )
 
 
-def _read_directory(root: Path) -> Snapshot | Problem:
+def read_store(root: Any) -> Snapshot | Problem:
+    """The snapshot in the object-storage sink at ``root`` (its path object, opened by the glue
+    with the store's connection), or why there is none; a store that fails is a Problem naming it."""
+    try:
+        return _read_directory(root)
+    except Exception as exc:  # each store client raises its own errors (botocore's are no OSError)
+        if isinstance(exc, FileNotFoundError):
+            return Problem(
+                "No snapshot yet",
+                f"{shown(root)} holds no {LATEST} and no {HISTORY}/ entry, or its bucket does not exist.",
+                _fix_export(shown(root)),
+            )
+        return Problem(
+            "The snapshot store cannot be read",
+            f"{shown(root)}: {_one_line(exc)}.",
+            f"Check that [{CONFIG_SECTION}] {CONN_OPTION} names a connection the API server can use, "
+            "with read access to that bucket and prefix, and that the store is reachable from it.",
+            status=502,
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or "no message"
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+def _read_directory(root: Any) -> Snapshot | Problem:
     latest = root / LATEST
     newest = _newest_history_entry(root / HISTORY)
-    if not latest.is_file():
+    if not _exists(latest):
         if newest is None:
             return Problem(
                 "No snapshot yet",
-                f"{root} has no {LATEST} and no {HISTORY}/ entry: no export has written to it yet.",
-                _FIX_EXPORT,
+                f"{shown(root)} has no {LATEST} and no {HISTORY}/ entry: no export has written to it yet.",
+                _FIX_EXPORT if isinstance(root, Path) else _fix_export(shown(root)),
             )
         return _read_file(
             newest,
-            note=f"{root / LATEST} does not exist: showing the newest entry of {HISTORY}/ instead.",
+            note=f"{shown(root / LATEST)} does not exist: showing the newest entry of {HISTORY}/ instead.",
         )
     snapshot = _read_file(latest)
     if isinstance(snapshot, Problem) or newest is None:
@@ -133,13 +184,23 @@ def _read_directory(root: Path) -> Snapshot | Problem:
     return snapshot
 
 
+def _exists(path: Any) -> bool:
+    """Whether ``path`` exists; unlike ``is_file``, a store that refuses to answer raises (an
+    object store's client would otherwise read as "no snapshot yet" what is a denied request)."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _stamp(document: dict[str, Any]) -> str:
     state = document.get("state")
     captured_at = state.get("capturedAt") if isinstance(state, dict) else None
     return str(captured_at or "").replace("-", "").replace(":", "")
 
 
-def _newest_history_entry(history: Path) -> Path | None:
+def _newest_history_entry(history: Any) -> Any:
     try:
         names = [entry.name for entry in history.iterdir() if HISTORY_ENTRY.match(entry.name)]
     except OSError:
@@ -147,36 +208,57 @@ def _newest_history_entry(history: Path) -> Path | None:
     return history / max(names) if names else None
 
 
-def _unreadable(path: Path, exc: OSError) -> Problem:
+def _unreadable(path: Any, exc: OSError) -> Problem:
     return Problem(
         "The snapshot cannot be read",
-        f"{path}: {exc.strerror or exc}.",
+        f"{shown(path)}: {exc.strerror or exc}.",
         "Make the snapshot directory and its files readable by the user the Airflow API server runs as.",
         status=500,
     )
 
 
-# One parsed document, kept while its file is unchanged: the page reads it on every request.
+# One parsed document, kept while its file (or object) is unchanged: the page reads it on every
+# request, and a stat (one HEAD request in object storage) is far cheaper than a read and a parse.
 _cache_lock = threading.Lock()
-_cache: dict[Path, tuple[tuple[int, int], Snapshot]] = {}
+_cache: dict[str, tuple[tuple[Any, ...], Snapshot]] = {}
 
 
-def _read_file(path: Path, note: str | None = None) -> Snapshot | Problem:
+def _version(info: Any) -> tuple[Any, ...]:
+    """What changes when a file or an object is replaced: its modification time, size and ETag."""
+    mtime = getattr(info, "st_mtime_ns", None) or getattr(info, "st_mtime", None)
+    return (mtime, getattr(info, "st_size", None), getattr(info, "ETag", None) or _etag(info))
+
+
+def _etag(info: Any) -> Any:
+    try:  # an object store's stat result carries the store's own metadata, ETag among it
+        return info["ETag"]
+    except (KeyError, TypeError, IndexError):
+        return None
+
+
+def _read_bytes(path: Any, size: int | None) -> bytes:
+    if isinstance(path, Path):  # a local file: regular files only, never a FIFO
+        return read_bounded(str(path), defaults.MAX_DOCUMENT_BYTES)
+    with path.open("rb") as handle:
+        return read_limited(handle, size, defaults.MAX_DOCUMENT_BYTES)
+
+
+def _read_file(path: Any, note: str | None = None) -> Snapshot | Problem:
     try:
-        stat = path.stat()
-        key = (stat.st_mtime_ns, stat.st_size)
+        info = path.stat()
+        key = _version(info)
         with _cache_lock:
-            cached = _cache.get(path)
+            cached = _cache.get(str(path))
         if cached is not None and cached[0] == key:
             snapshot = cached[1]
         else:
             try:  # the bound every stored document is read within
-                raw = read_bounded(str(path), defaults.MAX_DOCUMENT_BYTES)
+                raw = _read_bytes(path, getattr(info, "st_size", None))
             except Unreadable as exc:
                 return Problem(
                     "The snapshot cannot be read",
-                    f"{path} {exc}.",
-                    f"Point {CONFIG_OPTION} at the directory (or a .json file) a CoreModels file sink wrote.",
+                    f"{shown(path)} {exc}.",
+                    f"Point {CONFIG_OPTION} at the directory (or a .json file) a CoreModels sink wrote.",
                     status=500,
                 )
             problem = _validate(path, raw)
@@ -185,21 +267,21 @@ def _read_file(path: Path, note: str | None = None) -> Snapshot | Problem:
             snapshot = Snapshot(json.loads(raw), path, raw)
             with _cache_lock:
                 _cache.clear()
-                _cache[path] = (key, snapshot)
+                _cache[str(path)] = (key, snapshot)
     except OSError as exc:
         return _unreadable(path, exc)
     return Snapshot(snapshot.document, snapshot.path, snapshot.raw, note) if note else snapshot
 
 
-def _validate(path: Path, raw: bytes) -> Problem | None:
+def _validate(path: Any, raw: bytes) -> Problem | None:
     """The same checks ``--snapshot`` and ``--baseline`` make, so a page never half-renders."""
     try:
         load_document(raw)
     except SnapshotDocumentError as exc:
         return Problem(
             "The snapshot is not a CoreModels snapshot document",
-            f"{path} {exc.problem}.",
-            f"Point {CONFIG_OPTION} at the directory (or a .json file) a CoreModels file sink wrote; "
+            f"{shown(path)} {exc.problem}.",
+            f"Point {CONFIG_OPTION} at the directory (or a .json file) a CoreModels sink wrote; "
             "if it is one, the file was damaged: the next export that changes the estate replaces it.",
             status=500,
         )

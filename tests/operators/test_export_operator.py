@@ -97,6 +97,18 @@ def test_fail_on_fails_the_task_after_pushing(runner_env, tmp_path: Path) -> Non
     assert (out / "latest.json").exists()
 
 
+def test_a_broken_sink_fails_the_task_after_every_other_sink_is_written(runner_env, tmp_path: Path) -> None:
+    """latest.json is a directory in the first sink: the second still gets the snapshot."""
+    broken, good = tmp_path / "broken", tmp_path / "good"
+    (broken / "latest.json").mkdir(parents=True)
+    result = dag_test(runner_env, f"{broken},{good}")
+    log = result.stdout + result.stderr
+    assert marker(result.stdout, "STATE") == "failed failed", log[-3000:]
+    assert (good / "latest.json").exists()
+    assert f"sink {broken}: {broken / 'latest.json'} is not a regular file" in log
+    assert f"1 sink(s) could not be written: {broken}; every other sink was written" in log
+
+
 def test_waivers_are_logged_stored_and_left_out_of_the_counts(runner_env, tmp_path: Path) -> None:
     waivers = tmp_path / "waivers.yaml"
     waivers.write_text(

@@ -10,99 +10,57 @@ straight from the server.
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import settings as moto_settings
-from moto.server import ThreadedMotoServer
 from support.helpers import document_for
+from support.s3_server import BUCKET, SECRETS, S3Store, aws_connection, new_conn_id, running_s3
 
 from airflow_provider_coremodels.core.document import encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import ObjectStorageSink
 
-BUCKET = "coremodels-snapshots"
-REGION = "us-east-1"
-ACCESS_KEY = "AKIACOREMODELSTEST01"
-SECRET_KEY = "coremodels-test-secret-0123456789"
-SECRETS = (ACCESS_KEY, SECRET_KEY)
 CAPTURED_AT = "2026-11-29T06:00:00Z"
 LATER = "2026-11-30T06:00:00Z"
 
 
-# -- the server ----------------------------------------------------------------------------
-
-
-def aws_connection(endpoint: str, **extra: Any) -> str:
-    """An ``aws`` connection in Airflow's JSON form: fake keys, the local endpoint."""
-    return json.dumps(
-        {
-            "conn_type": "aws",
-            "login": ACCESS_KEY,
-            "password": SECRET_KEY,
-            "extra": {"endpoint_url": endpoint, "region_name": REGION, **extra},
-        }
-    )
-
-
-def new_conn_id() -> str:
-    # Airflow caches one filesystem per (scheme, conn_id) for the whole process: a fresh id
-    # keeps this module's connections from meeting a cached store pointing elsewhere.
-    return f"coremodels_test_s3_{secrets.token_hex(4)}"
-
-
 @dataclass(frozen=True)
-class S3Store:
-    endpoint: str
+class Store:
+    """The local server, and a connection to it that the sinks of this module use."""
+
+    server: S3Store
     conn_id: str
-    client: Any  # a boto3 S3 client on the local server
+
+    @property
+    def client(self) -> Any:
+        return self.server.client
 
     def keys(self, prefix: str, bucket: str = BUCKET) -> list[str]:
-        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/")
-        return sorted(obj["Key"] for page in pages for obj in page.get("Contents", []))
+        return self.server.keys(prefix, bucket)
 
     def get(self, key: str) -> bytes:
-        data: bytes = self.client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
-        return data
+        return self.server.get(key)
 
     def sink(self, prefix: str) -> ObjectStorageSink:
         return ObjectStorageSink(f"s3://{BUCKET}/{prefix}", conn_id=self.conn_id)
 
 
 @pytest.fixture(scope="module")
-def s3() -> Iterator[S3Store]:
-    """A moto S3 server on 127.0.0.1 (a free port) with one bucket, and a connection to it."""
-    werkzeug = logging.getLogger("werkzeug")  # one log line per request: keep failures readable
-    level = werkzeug.level
-    werkzeug.setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        client = boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            region_name=REGION,
-            aws_access_key_id=ACCESS_KEY,
-            aws_secret_access_key=SECRET_KEY,
-        )
-        client.create_bucket(Bucket=BUCKET)
+def s3() -> Iterator[Store]:
+    with running_s3() as server, pytest.MonkeyPatch.context() as env:
         conn_id = new_conn_id()
-        with pytest.MonkeyPatch.context() as env:
-            env.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", aws_connection(endpoint))
-            yield S3Store(endpoint, conn_id, client)
-    finally:
-        server.stop()
-        werkzeug.setLevel(level)
+        env.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", server.connection())
+        yield Store(server, conn_id)
 
 
 @pytest.fixture
@@ -154,7 +112,7 @@ def assert_no_secret(text: str) -> None:
 # -- pushing -------------------------------------------------------------------------------
 
 
-def test_first_push_writes_history_and_latest_with_the_exact_bytes(s3: S3Store, prefix: str) -> None:
+def test_first_push_writes_history_and_latest_with_the_exact_bytes(s3: Store, prefix: str) -> None:
     document = estate("load_orders", "daily_revenue")
 
     result = s3.sink(prefix).push(document)
@@ -173,7 +131,7 @@ def test_first_push_writes_history_and_latest_with_the_exact_bytes(s3: S3Store, 
     assert_no_secret(json.dumps(result.as_dict()))
 
 
-def test_read_baseline_is_none_before_the_first_push_then_the_stored_latest(s3: S3Store, prefix: str) -> None:
+def test_read_baseline_is_none_before_the_first_push_then_the_stored_latest(s3: Store, prefix: str) -> None:
     sink = s3.sink(prefix)
     assert sink.read_baseline() is None
 
@@ -183,7 +141,7 @@ def test_read_baseline_is_none_before_the_first_push_then_the_stored_latest(s3: 
     assert sink.read_baseline() == s3.get(f"{prefix}/latest.json") == encode(document)
 
 
-def test_same_fingerprint_again_writes_nothing(s3: S3Store, prefix: str) -> None:
+def test_same_fingerprint_again_writes_nothing(s3: Store, prefix: str) -> None:
     first = estate("load_orders", "daily_revenue")
     sink = s3.sink(prefix)
     sink.push(first)
@@ -201,7 +159,7 @@ def test_same_fingerprint_again_writes_nothing(s3: S3Store, prefix: str) -> None
     assert s3.get(f"{prefix}/latest.json") == encode(first)
 
 
-def test_changed_estate_adds_history_and_replaces_latest(s3: S3Store, prefix: str) -> None:
+def test_changed_estate_adds_history_and_replaces_latest(s3: Store, prefix: str) -> None:
     first = estate("load_orders", "daily_revenue")
     changed = estate("load_orders", "daily_revenue", "weekly_report", captured_at=LATER)
     assert changed["fingerprint"] != first["fingerprint"]
@@ -221,7 +179,7 @@ def test_changed_estate_adds_history_and_replaces_latest(s3: S3Store, prefix: st
     assert sink.read_baseline() == encode(changed)
 
 
-def test_over_the_cap_goes_to_history_without_datasets_and_keeps_latest(s3: S3Store, prefix: str) -> None:
+def test_over_the_cap_goes_to_history_without_datasets_and_keeps_latest(s3: Store, prefix: str) -> None:
     baseline = estate("load_orders", "daily_revenue")
     capped = estate(
         "load_orders", "daily_revenue", "weekly_report", captured_at=LATER, max_snapshot_bytes=100
@@ -255,7 +213,7 @@ def test_over_the_cap_goes_to_history_without_datasets_and_keeps_latest(s3: S3St
     assert sink.read_baseline() == encode(baseline)
 
 
-def test_over_the_cap_on_the_first_push_leaves_no_baseline(s3: S3Store, prefix: str) -> None:
+def test_over_the_cap_on_the_first_push_leaves_no_baseline(s3: Store, prefix: str) -> None:
     capped = estate("load_orders", "daily_revenue", max_snapshot_bytes=100)
     sink = s3.sink(prefix)
 
@@ -269,7 +227,7 @@ def test_over_the_cap_on_the_first_push_leaves_no_baseline(s3: S3Store, prefix: 
 # -- opening -------------------------------------------------------------------------------
 
 
-def test_open_sink_gives_an_object_storage_sink_whose_uri_carries_no_secret(s3: S3Store, prefix: str) -> None:
+def test_open_sink_gives_an_object_storage_sink_whose_uri_carries_no_secret(s3: Store, prefix: str) -> None:
     uri = f"s3://{BUCKET}/{prefix}"
 
     sink = open_sink(uri, sink_conn_id=s3.conn_id)
@@ -289,7 +247,7 @@ def test_open_sink_gives_an_object_storage_sink_whose_uri_carries_no_secret(s3: 
 
 
 def test_denied_store_raises_sink_error_naming_the_uri(
-    s3: S3Store, prefix: str, monkeypatch: pytest.MonkeyPatch
+    s3: Store, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     uri = f"s3://{BUCKET}/{prefix}"
     sink = open_sink(uri, sink_conn_id=s3.conn_id)
@@ -309,7 +267,7 @@ def test_denied_store_raises_sink_error_naming_the_uri(
     assert s3.keys(prefix) == []
 
 
-def test_missing_bucket_raises_sink_error_and_is_not_created(s3: S3Store) -> None:
+def test_missing_bucket_raises_sink_error_and_is_not_created(s3: Store) -> None:
     bucket = f"coremodels-missing-{secrets.token_hex(4)}"
     uri = f"s3://{bucket}/estates"
     sink = open_sink(uri, sink_conn_id=s3.conn_id)
@@ -349,7 +307,7 @@ def test_unreachable_store_raises_sink_error_naming_the_uri(monkeypatch: pytest.
     assert_no_secret(str(error.value))
 
 
-def test_a_waiver_added_to_an_unchanged_estate_is_stored_again(s3: S3Store, prefix: str) -> None:
+def test_a_waiver_added_to_an_unchanged_estate_is_stored_again(s3: Store, prefix: str) -> None:
     """Same fingerprint, other findings: latest.json and history get the new findings."""
     finding = {"section": "Conformance", "severity": "Warning", "code": "dag-no-owner",
                "subject": "daily_revenue", "message": "...", "detail": "owners: airflow"}  # fmt: skip
@@ -371,3 +329,32 @@ def test_a_waiver_added_to_an_unchanged_estate_is_stored_again(s3: S3Store, pref
         ]
     )
     assert sink.push(waived).unchanged is True  # and then nothing again
+
+
+@pytest.mark.airflow_server
+def test_export_reaches_the_store_with_a_connection_kept_in_the_metadata_database(
+    airflow_server, s3: Store, prefix: str, tmp_path: Path
+) -> None:
+    """`airflow connections add` keeps it in the database, where s3fs's own lookup outside a task
+    does not look (it would write anonymously, or not at all): the export finds it and uses it."""
+    from support.airflow_server import migrated_home
+
+    home = migrated_home(tmp_path / "home", tmp_path / "dags")
+    env = {key: value for key, value in home.items() if not key.startswith("AIRFLOW_CONN_")}  # this module's
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    added = subprocess.run(
+        [airflow, "connections", "add", "stored_s3", "--conn-json", s3.server.connection()],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    uri = f"s3://{BUCKET}/{prefix}"
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_coremodels", "export", "--base-url", airflow_server.base_url,
+         "--username", airflow_server.username, "--password-env", "AF_PASSWORD",
+         "--sink", uri, "--sink-conn-id", "stored_s3"],
+        capture_output=True, text=True, env={**env, "AF_PASSWORD": airflow_server.password}, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith(f"{uri} (written)")
+    assert f"{prefix}/latest.json" in s3.keys(prefix)
+    assert_no_secret(result.stdout + result.stderr)

@@ -46,7 +46,7 @@ def test_a_directory_no_export_wrote_yet_is_no_snapshot_yet(tmp_path: Path) -> N
     missing = problem(tmp_path / "coremodels")
     assert (missing.status, missing.title) == (200, "No snapshot yet")
     assert str(tmp_path / "coremodels") in missing.detail and "does not exist yet" in missing.detail
-    assert "file sink" in missing.fix and "airflow coremodels export" in missing.fix
+    assert "a sink writing there" in missing.fix and "airflow coremodels export" in missing.fix
     empty = problem(tmp_path)
     assert (empty.status, empty.title) == (200, "No snapshot yet")
     assert f"{tmp_path} has no latest.json" in empty.detail
