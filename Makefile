@@ -49,7 +49,7 @@ OLDEST_TESTS := tests/operators tests/cli tests/core tests/test_provider.py test
 $(VENV_OLDEST)/.installed: pyproject.toml constraints-oldest.txt
 	$(PYTHON) -m venv $(VENV_OLDEST)
 	$(PY_OLDEST) -m pip install --quiet --upgrade pip
-	$(PY_OLDEST) -m pip install --quiet -e . pytest pytest-mock hypothesis -c constraints-oldest.txt
+	$(PY_OLDEST) -m pip install --quiet -e . pytest pytest-mock hypothesis statsd aiosmtpd -c constraints-oldest.txt
 	touch $@
 
 test-oldest: $(VENV_OLDEST)/.installed

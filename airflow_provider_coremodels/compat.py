@@ -7,8 +7,10 @@ nothing changes, and the fallback can simply be deleted once that release is no 
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
+from typing import Any
 
 # BaseHook joined the Task SDK in Airflow 3.1 (``airflow.sdk.BaseHook``); 3.0 has only core's.
 try:
@@ -23,7 +25,7 @@ try:
 except ImportError:  # Airflow 3.0
     from airflow.exceptions import AirflowException  # type: ignore[attr-defined]
 
-__all__ = ["AirflowException", "BaseHook", "stdout_logs_to_stderr"]
+__all__ = ["AirflowException", "BaseHook", "airflow_stats", "stdout_logs_to_stderr"]
 
 
 def stdout_logs_to_stderr() -> None:
@@ -53,3 +55,39 @@ def stdout_logs_to_stderr() -> None:
                 replacement.addFilter(log_filter)
             root.removeHandler(handler)
             root.addHandler(replacement)
+
+
+def airflow_stats() -> Any:
+    """Airflow's metrics client (``gauge``, ``incr``, ``timing``, each with ``tags``), sending to
+    StatsD, DogStatsD or OpenTelemetry as ``[metrics]`` configures it; a no-op when metrics are off.
+
+    Airflow 3.0 and 3.1 have ``airflow.stats.Stats``, configured on first use. From 3.2 it lives in
+    the Task SDK (3.3 deprecates the old name), and is configured only where Airflow's own process
+    entry points call ``initialize``: a task run by the task runner, the scheduler. Anywhere else
+    (``airflow coremodels export``, ``dag.test()``) it is initialized here from the same
+    configuration, once, so the metrics go where the deployment's other metrics go.
+    """
+    try:
+        from airflow.sdk.observability.metrics import stats_utils
+        from airflow.sdk.observability.stats import Stats
+    except ImportError:  # Airflow 3.0, 3.1
+        from airflow.stats import Stats
+
+        return Stats
+    module = sys.modules[Stats.__module__]
+    if hasattr(module, "_factory"):  # 3.3+: module-level functions behind the class
+        configured = module._factory is not None
+    else:  # 3.2: the class holds its factory
+        configured = type.__getattribute__(Stats, "factory") is not None
+    if not configured:
+        from airflow.configuration import conf
+
+        make: Any = stats_utils.get_stats_factory  # 3.2 takes the class, 3.3 nothing
+        factory = make(Stats) if inspect.signature(make).parameters else make()
+        initialize: Any = Stats.initialize  # 3.3 also takes export_legacy_names
+        if "export_legacy_names" in inspect.signature(initialize).parameters:
+            legacy = conf.getboolean("metrics", "legacy_names_on", fallback=True)
+            initialize(factory=factory, export_legacy_names=legacy)
+        else:
+            initialize(factory=factory)
+    return Stats

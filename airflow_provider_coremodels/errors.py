@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 GENERATION_REFUSED = "Connector 'airflow' does not support generation."
 
 
@@ -82,3 +84,19 @@ class SinkError(CoreModelsError):
     """A snapshot could not be pushed to a sink: unwritable, unreachable, refused, retries exhausted."""
 
     exit_code = 3
+
+
+class SinksFailed(SinkError):
+    """Some sinks could not be written, after every sink was tried: ``result`` is the export's (or
+    the merge's) result, ``errors`` one message per failed sink. With one failure the message is
+    that sink's own."""
+
+    def __init__(self, result: Any, errors: list[str]) -> None:
+        self.result = result
+        self.errors = errors
+        message = (
+            errors[0]
+            if len(errors) == 1
+            else f"{len(errors)} sinks could not be written: " + "; ".join(errors)
+        )
+        super().__init__(message)

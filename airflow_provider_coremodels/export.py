@@ -28,11 +28,13 @@ from airflow_provider_coremodels.core import (
     build_document,
     load_document,
 )
+from airflow_provider_coremodels.core.changes import FindingChanges, finding_changes, stored_findings
 from airflow_provider_coremodels.core.document import Document
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import (
     ConnectionConfigError,
     SinkError,
+    SinksFailed,
     SnapshotDocumentError,
     UsageError,
 )
@@ -45,6 +47,10 @@ class ExportResult:
     document: Document
     capture: CaptureSummary
     sinks: list[SinkResult]
+    #: The open findings beside the previous stored snapshot's: what is new, what was resolved.
+    changes: FindingChanges = dataclasses.field(
+        default_factory=lambda: FindingChanges((), (), (), first=True)
+    )
 
     @property
     def unchanged(self) -> bool:
@@ -68,6 +74,8 @@ class ExportResult:
             "deployment": self.document["state"].get("deployment"),
             "facts": dict(self.document["state"]["facts"]),
             "findings": open_by_severity(self.document),
+            "newFindings": len(self.changes.new),
+            "resolvedFindings": len(self.changes.resolved),
             "lineageEdgesSkipped": self.document["lineageEdgesSkipped"],
             "snapshotStored": self.document["snapshotStored"],
             "unchanged": self.unchanged,
@@ -103,7 +111,8 @@ def failed_sinks(results: Sequence[SinkResult]) -> list[SinkResult]:
 
 
 def push_all(sinks: Sequence[Sink], document: Document) -> list[SinkResult]:
-    """Push ``document`` to every sink in turn; one that fails is a failed result, not the end."""
+    """Push ``document`` to every sink in turn; one that fails is a failed result, not the end
+    (``raise_for_sinks`` then raises, once every sink was tried)."""
     results = []
     for sink in sinks:
         try:
@@ -111,6 +120,14 @@ def push_all(sinks: Sequence[Sink], document: Document) -> list[SinkResult]:
         except SinkError as exc:
             results.append(SinkResult.failed(sink.uri, str(exc)))
     return results
+
+
+def raise_for_sinks(result: Any) -> None:
+    """``SinksFailed`` carrying ``result`` when any of its sinks failed: the exit code 3 (a failed
+    task) once everything that could be written was."""
+    failed = failed_sinks(result.sinks)
+    if failed:
+        raise SinksFailed(result, [str(r.error) for r in failed])
 
 
 def open_sinks(
@@ -266,24 +283,52 @@ def export(
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink.
 
     Freshness is judged at ``now`` (default: the capture time) with ``stale_tolerance`` (default 2).
-    ``deployment`` names the deployment in the document's state.
+    ``deployment`` names the deployment in the document's state. When a sink fails, every other
+    sink is still written, then ``SinksFailed`` is raised, carrying the result.
     """
     captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
     estate = captured.estate(include_asset_extra=include_asset_extra)
     if deployment:
         estate = dataclasses.replace(estate, state=dataclasses.replace(estate.state, deployment=deployment))
-    baseline, estate, missing = baseline_of(sinks, estate)
-    result = audit(estate, baseline, no_baseline=missing, waivers=waivers, now=now, tolerance=stale_tolerance)
-    document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)
-    return ExportResult(document, captured.summary, push_all(sinks, document))
+    stored = stored_baseline(sinks, estate)
+    result = audit(
+        stored.estate,
+        stored.baseline,
+        no_baseline=stored.reason,
+        waivers=waivers,
+        now=now,
+        tolerance=stale_tolerance,
+    )
+    document = build_document(stored.estate, result, max_snapshot_bytes=max_snapshot_bytes)
+    previous = stored_findings(stored.data) if stored.data is not None else None
+    changes = finding_changes(document["findings"], previous)
+    exported = ExportResult(document, captured.summary, push_all(sinks, document), changes)
+    raise_for_sinks(exported)
+    return exported
+
+
+@dataclass(frozen=True)
+class StoredBaseline:
+    """The baseline the sinks hold: ``data`` (its bytes) is None when there is none, and ``reason``
+    says why; ``estate`` is the estate given, with a record for each sink that could not be read."""
+
+    baseline: Baseline | None
+    estate: Estate
+    reason: str
+    data: bytes | None = None
 
 
 def baseline_of(sinks: Sequence[Sink], estate: Estate) -> tuple[Baseline | None, Estate, str]:
+    """The first stored baseline among the sinks (``stored_baseline``), as the audit takes it."""
+    stored = stored_baseline(sinks, estate)
+    return stored.baseline, stored.estate, stored.reason
+
+
+def stored_baseline(sinks: Sequence[Sink], estate: Estate) -> StoredBaseline:
     """The first stored baseline among the sinks; an unreadable one becomes a lossiness record.
 
     A sink whose store cannot be read at all (unreachable, refused) is passed over with a record,
     and the next sink's baseline is used: its push will fail on its own, not everyone's.
-    Returns the baseline (or None), the estate (with its records), and why there is none.
     """
     for sink in sinks:
         try:
@@ -295,11 +340,12 @@ def baseline_of(sinks: Sequence[Sink], estate: Estate) -> tuple[Baseline | None,
         if data is None:
             continue
         try:
-            return load_document(data).as_baseline(), estate, ""
+            return StoredBaseline(load_document(data).as_baseline(), estate, "", data)
         except SnapshotDocumentError as exc:
             record = Lossiness(
                 "baseline", f"the baseline at {sink.uri} is unusable ({exc}); it will be replaced"
             )
             estate = dataclasses.replace(estate, lossiness=(*estate.lossiness, record))
-            return None, estate, f"the baseline at {sink.uri} is unusable"
-    return None, estate, "no baseline stored at the sinks yet" if sinks else "no sink to keep a baseline"
+            return StoredBaseline(None, estate, f"the baseline at {sink.uri} is unusable")
+    reason = "no baseline stored at the sinks yet" if sinks else "no sink to keep a baseline"
+    return StoredBaseline(None, estate, reason)

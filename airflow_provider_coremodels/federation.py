@@ -32,6 +32,7 @@ from airflow_provider_coremodels.export import (
     open_by_severity,
     open_sink,
     push_all,
+    raise_for_sinks,
     sinks_said,
 )
 from airflow_provider_coremodels.input_files import read_stored
@@ -240,4 +241,6 @@ def _merge_and_push(
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes, lean=True)
     pushed = push_all(sinks, document)
     stale = sorted(part.deployment for part in parts if part.stale)
-    return MergeResult(document, pushed, [part.deployment for part in parts], stale)
+    merged = MergeResult(document, pushed, [part.deployment for part in parts], stale)
+    raise_for_sinks(merged)
+    return merged

@@ -43,6 +43,9 @@ def get_provider_info() -> dict[str, Any]:
                 **FORMS[COREMODELS],
             },
         ],
+        # The export task's link to the page (operators/links.py), which Airflow must know to
+        # serialize the operators that carry it.
+        "extra-links": ["airflow_provider_coremodels.operators.links.CoreModelsPageLink"],
         # `airflow coremodels`: read by Airflow 3.2+ only; before it, `python -m airflow_provider_coremodels`.
         "cli": ["airflow_provider_coremodels.cli.definition.get_coremodels_cli_commands"],
         "config": {

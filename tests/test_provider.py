@@ -9,7 +9,7 @@ from importlib.metadata import entry_points
 
 import pytest
 import requests
-from support.helpers import PROVIDER_FORMS, WITHOUT_UI_PAGE
+from support.helpers import PROVIDER_FORMS, REPO, WITHOUT_UI_PAGE
 
 from airflow_provider_coremodels import __version__
 
@@ -155,3 +155,21 @@ def test_provider_info_is_valid_for_airflow_and_links_the_documentation() -> Non
     jsonschema.validate(info, schema)
     project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
     assert [i["external-doc-url"] for i in info["integrations"]] == [project["urls"]["Documentation"]]
+
+
+def test_the_export_task_link_survives_dag_serialization() -> None:
+    """Airflow serializes a DAG for the scheduler and the UI: the export task's CoreModels link,
+    registered in provider info, must come out of that (as the XCom the task stores when done)."""
+    import runpy
+
+    from airflow.providers_manager import ProvidersManager
+
+    link = "airflow_provider_coremodels.operators.links.CoreModelsPageLink"
+    assert link in ProvidersManager().extra_links_class_names
+    dag = runpy.run_path(str(REPO / "example_dags" / "coremodels_export.py"))["dag"]
+    try:
+        from airflow.serialization.serialized_objects import DagSerialization as serializer
+    except ImportError:  # Airflow 3.0 to 3.2
+        from airflow.serialization.serialized_objects import SerializedDAG as serializer
+    task = serializer.from_dict(serializer.to_dict(dag)).get_task("export_estate")
+    assert list(task.operator_extra_link_dict) == ["CoreModels"]

@@ -19,7 +19,7 @@ from airflow_provider_coremodels.core.capabilities import require
 from airflow_provider_coremodels.core.render import render_json, render_table
 from airflow_provider_coremodels.core.rules import failing_findings
 from airflow_provider_coremodels.core.text import printable
-from airflow_provider_coremodels.errors import SinkError, UsageError
+from airflow_provider_coremodels.errors import SinkError, SinksFailed, UsageError
 from airflow_provider_coremodels.input_files import (
     read_artifacts,
     read_baseline,
@@ -112,16 +112,19 @@ def merge(args: argparse.Namespace) -> int:
             coremodels_conn_id=args.coremodels_conn_id,
             **_openlineage_defaults(args),
         )
-        result = merge_and_push(
-            [Source.parse(given) for given in args.snapshots],
-            sinks,
-            stale_before=args.stale_before,
-            sink_conn_id=args.sink_conn_id,
-            waivers=waivers,
-            now=args.now,
-            stale_tolerance=args.stale_tolerance,
-            max_snapshot_bytes=args.max_snapshot_bytes,
-        )
+        try:
+            result = merge_and_push(
+                [Source.parse(given) for given in args.snapshots],
+                sinks,
+                stale_before=args.stale_before,
+                sink_conn_id=args.sink_conn_id,
+                waivers=waivers,
+                now=args.now,
+                stale_tolerance=args.stale_tolerance,
+                max_snapshot_bytes=args.max_snapshot_bytes,
+            )
+        except SinksFailed as failure:  # every other sink was written: the output is still due
+            result = failure.result
     emit(render(result.document, args))
     if sinks:
         say_summary(result.summary_line(), args)
@@ -186,19 +189,25 @@ def export(args: argparse.Namespace) -> int:
     progress = ProgressReporter(sys.stderr)
     try:
         with AirflowApiClient(source, retry=retry) as client:
-            result = run_export(
-                client,
-                sinks,
-                max_snapshot_bytes=args.max_snapshot_bytes,
-                include_asset_extra=args.include_asset_extra,
-                waivers=waivers,
-                now=args.now,
-                stale_tolerance=args.stale_tolerance,
-                deployment=args.deployment or (None if args.base_url else _conn_id(args)),
-                progress=progress,
-            )
+            try:
+                result = run_export(
+                    client,
+                    sinks,
+                    max_snapshot_bytes=args.max_snapshot_bytes,
+                    include_asset_extra=args.include_asset_extra,
+                    waivers=waivers,
+                    now=args.now,
+                    stale_tolerance=args.stale_tolerance,
+                    deployment=args.deployment or (None if args.base_url else _conn_id(args)),
+                    progress=progress,
+                )
+            except SinksFailed as failure:  # every other sink was written: the output is still due
+                result = failure.result
     finally:
         progress.close()
+    from airflow_provider_coremodels.alerts import send_metrics
+
+    send_metrics(result, str(result.document["state"].get("deployment") or "default"))
     emit(render(result.document, args))
     say_summary(f"{result.capture.line()}\n{result.summary_line()}", args)
     return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)

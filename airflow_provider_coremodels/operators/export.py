@@ -5,14 +5,16 @@ Findings are logged one per line in the task log; the XCom is a compact JSON-saf
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_provider_coremodels import defaults
+from airflow_provider_coremodels.alerts import as_notifiers, notify, send_metrics
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.freshness import positive_number
 from airflow_provider_coremodels.core.render import (
@@ -26,8 +28,9 @@ from airflow_provider_coremodels.core.render import (
 from airflow_provider_coremodels.core.rules import FAIL_ON, failing_findings
 from airflow_provider_coremodels.core.text import printable
 from airflow_provider_coremodels.core.waivers import Waiver, waivers_from_value
-from airflow_provider_coremodels.errors import CoreModelsError
+from airflow_provider_coremodels.errors import CoreModelsError, SinksFailed
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
+from airflow_provider_coremodels.operators.links import CoreModelsPageLink, page_url
 from airflow_provider_coremodels.redaction import SECRETS
 from airflow_provider_coremodels.transport import RetryPolicy
 
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_coremodels.capture import AirflowApiClient
+    from airflow_provider_coremodels.export import ExportResult
     from airflow_provider_coremodels.sinks import SinkResult
 
 LOG_LEVEL = {"Info": logging.INFO, "Warning": logging.WARNING, "Error": logging.ERROR}
@@ -64,6 +68,16 @@ class CoreModelsExportOperator(BaseOperator):
         ``asset-stale`` reports it (a producer's ``coremodels:stale-tolerance=N`` tag wins).
     :param deployment: the deployment's name in the snapshot (``state.deployment``; templated),
         by default ``airflow_api_conn_id``: what tells deployments apart when snapshots are merged.
+    :param on_new_findings: a notifier (any ``BaseNotifier``: ``SmtpNotifier``, ``SlackNotifier``,
+        ...) or a list of them, called after the push when a finding is open now that was not
+        open in the previous stored snapshot. Its templates see the task's context and
+        ``coremodels`` (``new_findings``, ``resolved_findings``, ``text``, ``page_url``, ...;
+        docs/alerts.md). A notifier that fails is logged and never fails the task.
+    :param metrics: send the export's metrics (open findings per severity and code, new and
+        resolved findings, capture duration, requests and retries) through Airflow's ``Stats``,
+        wherever ``[metrics]`` sends Airflow's own.
+
+    The task's **CoreModels** link opens the page on the snapshot it stored.
     """
 
     template_fields: Sequence[str] = (
@@ -76,6 +90,7 @@ class CoreModelsExportOperator(BaseOperator):
         "deployment",
     )
     ui_color = "#e8f1fb"
+    operator_extra_links = (CoreModelsPageLink(),)
 
     def __init__(
         self,
@@ -90,6 +105,8 @@ class CoreModelsExportOperator(BaseOperator):
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
         stale_tolerance: float = defaults.STALE_TOLERANCE,
         deployment: str | None = None,
+        on_new_findings: Any = None,
+        metrics: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -103,6 +120,9 @@ class CoreModelsExportOperator(BaseOperator):
         self.waivers = waivers
         self.stale_tolerance = stale_tolerance
         self.deployment = deployment
+        self.on_new_findings = on_new_findings
+        self.metrics = metrics
+        self.coremodels_page_url: str | None = None  # set once a snapshot is pushed: the task's link
         self._client: AirflowApiClient | None = None
 
     def on_kill(self) -> None:
@@ -138,9 +158,9 @@ class CoreModelsExportOperator(BaseOperator):
             sinks = open_sinks(
                 uris, sink_conn_id=self.sink_conn_id, coremodels_conn_id=self.coremodels_conn_id, retry=retry
             )
-            with self.hook.get_conn(retry) as client:
+            with self.hook.get_conn(retry) as client, pushed_anyway() as pushed:
                 self._client = client
-                result = export(
+                pushed.result = export(
                     client,
                     sinks,
                     max_snapshot_bytes=self.max_snapshot_bytes,
@@ -149,6 +169,7 @@ class CoreModelsExportOperator(BaseOperator):
                     stale_tolerance=self.stale_tolerance,
                     deployment=self.deployment or self.airflow_api_conn_id,
                 )
+            result: ExportResult = pushed.result
         except CoreModelsError as exc:
             raise AirflowException(SECRETS.scrub(str(exc))) from exc
 
@@ -156,7 +177,14 @@ class CoreModelsExportOperator(BaseOperator):
         self.log.info("%s", result.capture.line())
         log_document(self.log, document)
         self.log.info("%s", result.summary_line())
+        self.log.info("%s", changes_line(result))
         summary = result.summary()
+        if len(result.failed) < len(result.sinks):  # stored somewhere: the page can show it
+            self.coremodels_page_url = page_url(document["fingerprint"])
+        if self.metrics:
+            deployment = str(document["state"].get("deployment") or self.airflow_api_conn_id)
+            send_metrics(result, deployment, logger=self.log)
+        notify(as_notifiers(self.on_new_findings), context, result, self.coremodels_page_url, logger=self.log)
         fail_on_sinks(self.log, result.failed)
         fail_on_findings(document, self.fail_on)
         return summary
@@ -189,16 +217,36 @@ def log_document(log: Any, document: dict[str, Any]) -> None:
         log.warning("lossiness: %s: %s", record["artifact"], printable(record["message"]))
 
 
+class Pushed:
+    result: Any = None
+
+
+@contextlib.contextmanager
+def pushed_anyway() -> Iterator[Pushed]:
+    """Where ``SinksFailed`` stops being an error until the task has logged, measured and told of
+    what was pushed: the result it carries is kept, and ``fail_on_sinks`` fails the task after."""
+    pushed = Pushed()
+    try:
+        yield pushed
+    except SinksFailed as failure:
+        pushed.result = failure.result
+
+
+def changes_line(result: ExportResult) -> str:
+    """``findings since the last export: 2 new, 1 resolved``: what notifiers are told of."""
+    changes = result.changes
+    if changes.first:
+        return f"findings since the last export: no previous snapshot ({len(changes.new)} open, all new)"
+    return f"findings since the last export: {len(changes.new)} new, {len(changes.resolved)} resolved"
+
+
 def fail_on_sinks(log: Any, failed: Sequence[SinkResult]) -> None:
     """Fail the task when a sink could not be written: one error line each, after every other
     sink got the snapshot."""
     for result in failed:
         log.error("%s", SECRETS.scrub(str(result.error)))
     if failed:
-        names = ", ".join(result.sink for result in failed)
-        raise AirflowException(
-            f"{len(failed)} sink(s) could not be written: {names}; every other sink was written"
-        )
+        raise AirflowException(SECRETS.scrub(str(SinksFailed(None, [str(r.error) for r in failed]))))
 
 
 def fail_on_findings(document: dict[str, Any], fail_on: str) -> None:

@@ -23,11 +23,14 @@ from airflow_provider_coremodels.operators.export import (
     fail_on_sinks,
     log_document,
     operator_waivers,
+    pushed_anyway,
 )
 from airflow_provider_coremodels.redaction import SECRETS
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+    from airflow_provider_coremodels.federation import MergeResult
 
 
 class CoreModelsMergeOperator(BaseOperator):
@@ -94,15 +97,17 @@ class CoreModelsMergeOperator(BaseOperator):
                 sink_conn_id=self.sink_conn_id,
                 coremodels_conn_id=self.coremodels_conn_id,
             )
-            result = merge_and_push(
-                [Source.parse(source) for source in _listed(self.sources)],
-                sinks,
-                fresh=self._exported(context),
-                sink_conn_id=self.sink_conn_id,
-                waivers=operator_waivers(self.waivers),
-                stale_tolerance=self.stale_tolerance,
-                max_snapshot_bytes=self.max_snapshot_bytes,
-            )
+            with pushed_anyway() as pushed:
+                pushed.result = merge_and_push(
+                    [Source.parse(source) for source in _listed(self.sources)],
+                    sinks,
+                    fresh=self._exported(context),
+                    sink_conn_id=self.sink_conn_id,
+                    waivers=operator_waivers(self.waivers),
+                    stale_tolerance=self.stale_tolerance,
+                    max_snapshot_bytes=self.max_snapshot_bytes,
+                )
+            result: MergeResult = pushed.result
         except CoreModelsError as exc:
             raise AirflowException(SECRETS.scrub(str(exc))) from exc
         log_document(self.log, result.document)

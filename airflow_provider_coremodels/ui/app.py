@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -37,6 +38,8 @@ from airflow_provider_coremodels.ui.source import (
 )
 
 log = logging.getLogger(__name__)
+
+_FINGERPRINT = re.compile(r"[0-9a-f]{16}")
 
 # The menu icon: boxes (DAGs and assets) joined by lineage; a light stroke for the dark theme.
 _ICON = (
@@ -72,15 +75,23 @@ def _require_estate_reader(user: Any) -> None:
         )
 
 
-def _snapshot() -> Snapshot | Problem:
+def _snapshot(fingerprint: str | None = None) -> Snapshot | Problem:
+    if fingerprint is not None and not _FINGERPRINT.fullmatch(fingerprint):
+        return Problem(
+            "Not a snapshot fingerprint",
+            f"?fingerprint= takes the 16 hexadecimal digits of a snapshot's fingerprint, not "
+            f"{fingerprint!r}.",
+            "Follow an export task's CoreModels link, or open the page without ?fingerprint= for the latest.",
+            status=400,
+        )
     location = (conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback="") or "").strip()
     conn_id = (conf.get(CONFIG_SECTION, CONN_OPTION, fallback="") or "").strip() or None
     try:
         scheme = urlsplit(location).scheme.lower()
         if len(scheme) > 1 and scheme != "file":
             store = _store(location, scheme, conn_id)
-            return store if isinstance(store, Problem) else read_store(store)
-        return read_snapshot(urlsplit(location).path if scheme == "file" else location)
+            return store if isinstance(store, Problem) else read_store(store, fingerprint)
+        return read_snapshot(urlsplit(location).path if scheme == "file" else location, fingerprint)
     except Exception:  # the page never shows a stack trace; the API server's log has it
         log.exception("CoreModels page: reading the snapshot at %r failed", redact_url(location))
         return Problem(
@@ -144,10 +155,12 @@ def snapshot_page(
     user: GetUserDep,
     around: Annotated[str | None, Query(max_length=2000)] = None,
     depth: Annotated[str | None, Query(max_length=10)] = None,
+    fingerprint: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
-    """The page: facts, findings, lossiness and the lineage picture of the latest snapshot."""
+    """The page: facts, findings, lossiness and the lineage picture of the latest snapshot (or of
+    the stored one with ``fingerprint``: an export task's link)."""
     _require_estate_reader(user)
-    found = _snapshot()
+    found = _snapshot(fingerprint)
     if isinstance(found, Problem):
         return HTMLResponse(render_problem_page(found.title, found.detail, found.fix), found.status)
     try:
@@ -166,10 +179,12 @@ def snapshot_page(
 
 
 @app.get("/snapshot.json")
-def snapshot_json(user: GetUserDep) -> Response:
+def snapshot_json(
+    user: GetUserDep, fingerprint: Annotated[str | None, Query(max_length=64)] = None
+) -> Response:
     """The snapshot document itself, byte for byte as the sink stored it."""
     _require_estate_reader(user)
-    found = _snapshot()
+    found = _snapshot(fingerprint)
     if isinstance(found, Problem):
         status_code = status.HTTP_404_NOT_FOUND if found.status == 200 else found.status
         return JSONResponse({"detail": f"{found.title}: {found.detail} {found.fix}"}, status_code)

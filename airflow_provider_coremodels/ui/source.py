@@ -87,7 +87,7 @@ def _configure_hint(location: str) -> str:
     )
 
 
-def read_snapshot(location: str) -> Snapshot | Problem:
+def read_snapshot(location: str, fingerprint: str | None = None) -> Snapshot | Problem:
     """The snapshot at ``location`` (the configured option, possibly empty), or why there is none.
 
     A directory shows its ``latest.json``, unless ``history/`` holds a newer document: that is
@@ -103,7 +103,7 @@ def read_snapshot(location: str) -> Snapshot | Problem:
     path = Path(location).expanduser()
     try:
         if path.is_dir():
-            return _read_directory(path)
+            return _read_directory(path, fingerprint)
         if path.is_file():
             return _read_file(path)
     except OSError as exc:  # e.g. a directory the API server may not list
@@ -121,11 +121,11 @@ def read_snapshot(location: str) -> Snapshot | Problem:
     )
 
 
-def read_store(root: Any) -> Snapshot | Problem:
+def read_store(root: Any, fingerprint: str | None = None) -> Snapshot | Problem:
     """The snapshot in the object-storage sink at ``root`` (its path object, opened by the glue
     with the store's connection), or why there is none; a store that fails is a Problem naming it."""
     try:
-        return _read_directory(root)
+        return _read_directory(root, fingerprint)
     except Exception as exc:  # each store client raises its own errors (botocore's are no OSError)
         if isinstance(exc, FileNotFoundError):
             return Problem(
@@ -147,7 +147,40 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}"
 
 
-def _read_directory(root: Any) -> Snapshot | Problem:
+def _read_directory(root: Any, fingerprint: str | None = None) -> Snapshot | Problem:
+    """The directory's snapshot; with ``fingerprint`` (an export task's link), the one stored with
+    that fingerprint, when it is not the latest: the newest history entry of that fingerprint."""
+    found = _latest_of(root)
+    if not fingerprint or isinstance(found, Problem) or found.document.get("fingerprint") == fingerprint:
+        return found
+    names = [name for name in _history_names(root / HISTORY) if _fingerprint_of(name) == fingerprint]
+    if not names:
+        note = (
+            f"No stored snapshot has the fingerprint {fingerprint} (the link's): history retention "
+            f"may have removed it, or it was stored elsewhere. This is the latest one."
+        )
+        return _with_note(found, note)
+    linked = _read_file(root / HISTORY / max(names))
+    if isinstance(linked, Problem):
+        return linked
+    note = (
+        f"This is the snapshot with the fingerprint {fingerprint}, from {HISTORY}/, as the export "
+        f"task that linked here stored it; the latest is {found.document.get('fingerprint')} "
+        "(open the page without ?fingerprint= to see it)."
+    )
+    return _with_note(linked, note)
+
+
+def _fingerprint_of(name: str) -> str | None:
+    match = HISTORY_ENTRY.match(name)
+    return match["fingerprint"] if match else None
+
+
+def _with_note(snapshot: Snapshot, note: str) -> Snapshot:
+    return Snapshot(snapshot.document, snapshot.path, snapshot.raw, note)
+
+
+def _latest_of(root: Any) -> Snapshot | Problem:
     latest = root / LATEST
     newest = _newest_history_entry(root / HISTORY)
     if not _exists(latest):
@@ -200,11 +233,16 @@ def _stamp(document: dict[str, Any]) -> str:
     return str(captured_at or "").replace("-", "").replace(":", "")
 
 
-def _newest_history_entry(history: Any) -> Any:
+def _history_names(history: Any) -> list[str]:
+    """The names of the history entries (only names the sinks write); none without a history."""
     try:
-        names = [entry.name for entry in history.iterdir() if HISTORY_ENTRY.match(entry.name)]
+        return [entry.name for entry in history.iterdir() if HISTORY_ENTRY.match(entry.name)]
     except OSError:
-        return None  # no history (yet): latest.json alone is enough
+        return []  # no history (yet): latest.json alone is enough
+
+
+def _newest_history_entry(history: Any) -> Any:
+    names = _history_names(history)
     return history / max(names) if names else None
 
 

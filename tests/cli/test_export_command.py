@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,28 @@ def test_a_snapshot_names_its_deployment(airflow_server, tmp_path: Path) -> None
     unnamed = export(airflow_server, "--sink", str(tmp_path / "unnamed"))  # --base-url: no connection id
     assert unnamed.returncode == 0, unnamed.stderr
     assert json.loads((tmp_path / "unnamed" / "latest.json").read_bytes())["state"]["deployment"] is None
+
+
+def test_export_sends_its_metrics_where_airflow_sends_its_own(airflow_server, tmp_path: Path) -> None:
+    """[metrics] statsd_on: the command line initializes Airflow's Stats itself (no Airflow process
+    did) and the values reach a StatsD daemon, here a UDP socket on 127.0.0.1."""
+    from support.listeners import StatsdListener
+
+    with StatsdListener() as statsd:
+        env = {**statsd.env(prefix="af"), "AF_PASSWORD": airflow_server.password}
+        command = [
+            sys.executable, "-m", "airflow_provider_coremodels", "export",
+            "--base-url", airflow_server.base_url, "--username", airflow_server.username,
+            "--password-env", "AF_PASSWORD", "--sink", str(tmp_path / "out"), "--deployment", "prod.eu",
+        ]  # fmt: skip
+        environment = {**os.environ, **env}
+        result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=120)
+        assert result.returncode == 0, result.stderr
+        for _ in range(50):  # the datagrams were sent before the command ended; give the socket a moment
+            if any("sinks.failed" in line for line in statsd.lines):
+                break
+            time.sleep(0.1)
+        values = StatsdListener.values(statsd.take(), "af.coremodels.")
+    assert values["af.coremodels.findings.open.prod_eu.Warning"].endswith("|g")  # the dot is no level
+    assert values["af.coremodels.findings.resolved.prod_eu"] == "0|g"
+    assert values["af.coremodels.capture.duration.prod_eu"].endswith("|ms")

@@ -54,6 +54,8 @@ def test_export_dag_logs_findings_and_returns_a_summary(runner_env, tmp_path: Pa
         "deployment": "airflow_api_default",
         "facts": {"dags": 6, "pausedDags": 2, "assets": 4, "tasks": 11},
         "findings": {"Info": 1, "Warning": SERVED_ESTATE.warnings},
+        "newFindings": 1 + SERVED_ESTATE.warnings,  # the first export: every open finding is new
+        "resolvedFindings": 0,
         "lineageEdgesSkipped": 0,
         "snapshotStored": True,
         "unchanged": False,
@@ -105,8 +107,9 @@ def test_a_broken_sink_fails_the_task_after_every_other_sink_is_written(runner_e
     log = result.stdout + result.stderr
     assert marker(result.stdout, "STATE") == "failed failed", log[-3000:]
     assert (good / "latest.json").exists()
-    assert f"sink {broken}: {broken / 'latest.json'} is not a regular file" in log
-    assert f"1 sink(s) could not be written: {broken}; every other sink was written" in log
+    said = f"sink {broken}: {broken / 'latest.json'} is not a regular file"
+    assert f"AirflowException: {said}" in log  # the task's failure is the sink's own error
+    assert f"{broken} (failed), {good} (written)" in log
 
 
 def test_waivers_are_logged_stored_and_left_out_of_the_counts(runner_env, tmp_path: Path) -> None:

@@ -3,8 +3,9 @@
 Run by ``tests/operators/test_export_operator.py`` in a subprocess, so the run gets its own
 Airflow home and database (the process that runs a DAG is not the deployment it exports).
 Prints two marker lines: ``STATE <dag run state> <task state>`` and ``XCOM <json>`` for the
-DAG's last task (the export, or a federation's merge), and a ``TASK <task_id> <map index>
-<state>`` line for every task instance.
+DAG's last task (the export, or a federation's merge), ``LINKS <json>`` (that task's extra links,
+as Airflow stored them when the task finished), and a ``TASK <task_id> <map index> <state>``
+line for every task instance.
 """
 
 from __future__ import annotations
@@ -36,3 +37,6 @@ if __name__ == "__main__":
     [ti] = [each for each in instances if each.task_id == last]
     print("STATE", run.state, ti.state, flush=True)
     print("XCOM", json.dumps(ti.xcom_pull(task_ids=ti.task_id)), flush=True)
+    task = namespace["dag"].get_task(last)
+    links = {link.name: ti.xcom_pull(task_ids=last, key=link.xcom_key) for link in task.operator_extra_links}
+    print("LINKS", json.dumps(links), flush=True)

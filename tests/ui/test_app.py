@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,3 +127,27 @@ def test_the_page_allows_only_its_own_script(client: TestClient, exported: Path)
     refused = client.get("/")
     assert refused.status_code == 401
     assert refused.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+
+
+def test_an_export_tasks_link_shows_the_snapshot_it_stored(client: TestClient, exported: Path) -> None:
+    """The task's CoreModels link names its snapshot's fingerprint: after a later export, the page
+    still shows that one (from history/), and says which is the latest."""
+    first = json.loads((exported / "latest.json").read_bytes())
+    estate = recorded_estate()
+    later = build_document(estate, audit(estate))
+    later["state"]["capturedAt"] = "2026-11-30T06:00:00Z"
+    later["datasets"] = later["datasets"][:-1]
+    later["fingerprint"] = "0123456789abcdef"
+    FileSink(exported).push(later)
+
+    linked = client.get("/snapshot.json", params={"fingerprint": first["fingerprint"]})
+    assert linked.status_code == 200 and linked.json()["fingerprint"] == first["fingerprint"]
+    page = client.get("/", params={"fingerprint": first["fingerprint"]})
+    assert page.status_code == 200 and f"fingerprint {first['fingerprint']}" in page.text
+    assert "the latest is 0123456789abcdef" in page.text
+    assert client.get("/snapshot.json").json()["fingerprint"] == "0123456789abcdef"
+
+    gone = client.get("/", params={"fingerprint": "fedcba9876543210"})
+    assert gone.status_code == 200 and "No stored snapshot has the fingerprint fedcba9876543210" in gone.text
+    bad = client.get("/", params={"fingerprint": "../../etc/passwd"})
+    assert bad.status_code == 400 and "<title>Not a snapshot fingerprint</title>" in bad.text
