@@ -1,10 +1,11 @@
-"""Every reader of a stored document decodes it by one rule (issue 23, item 15).
+"""Every reader of a stored document decodes it by one rule (issue 23, items 15 and 18).
 
 ``audit --snapshot``, ``audit --baseline``, ``lineage --snapshot``, ``merge``, ``mcp`` and a file
 sink's ``latest.json`` all decode a stored document the same way (``core.document.decode_stored``):
 what one reads, all read; what one refuses, all refuse, with the same words naming what is wrong
-with the file, one line on stderr and exit 2, never ``unexpected ...``. Each command runs as a
-user runs it, in its own process, on a real file.
+with the file, one line on stderr and exit 2, never ``unexpected ...``; and a time a document
+stores (its judging time) is read back as itself, whatever its year. Each command runs as a user
+runs it, in its own process, on a real file, measured (``support.measured``).
 """
 
 from __future__ import annotations
@@ -109,3 +110,43 @@ def test_a_sink_whose_latest_json_holds_a_lone_surrogate_is_replaced_not_a_crash
     merged = json.loads(result.out)
     assert any("lone surrogate" in r["message"] for r in merged["lossiness"]), merged["lossiness"]
     assert json.loads((sink / "latest.json").read_bytes())["fingerprint"] == merged["fingerprint"]
+
+
+def test_a_judging_time_before_year_1000_is_stored_as_it_was_given_and_re_audited_at_it(
+    tmp_path: Path,
+) -> None:
+    """Before: ``--now 0999-06-01T00:00:00Z`` was stored as ``999-06-01T00:00:00Z``, which no reader
+    takes back, so the re-audit silently judged at the capture time instead."""
+    first = run("audit", "--example", "--now", "0999-06-01T00:00:00Z", "--format", "json", cwd=tmp_path)
+    assert first.code == 0, first.err
+    stored = json.loads(first.out)
+    assert stored["freshness"]["judgedAt"] == "0999-06-01T00:00:00Z"
+    path = tmp_path / "snapshot.json"
+    path.write_text(first.out)
+    again = run("audit", "--snapshot", str(path), "--format", "json", cwd=tmp_path)
+    assert again.code == 0, again.err
+    re_audited = json.loads(again.out)
+    assert re_audited["freshness"]["judgedAt"] == "0999-06-01T00:00:00Z"
+    assert re_audited["findings"] == stored["findings"]
+    table = run("audit", "--snapshot", str(path), cwd=tmp_path)
+    assert "freshness at 0999-06-01T00:00:00Z" in table.out
+
+
+@pytest.mark.parametrize(
+    ("now", "says"),
+    [
+        (
+            "999-06-01T00:00:00Z",
+            "expected an ISO 8601 time such as 2026-12-01T06:00:00Z (a year of four digits)",
+        ),
+        ("0001-01-01T00:00:00+05:00", "0001-01-01T00:00:00+05:00 is outside the years 1 to 9999 in UTC"),
+        ("9999-12-31T23:59:59-05:00", "9999-12-31T23:59:59-05:00 is outside the years 1 to 9999 in UTC"),
+    ],
+)
+def test_a_judging_time_no_document_can_hold_is_refused_in_one_line(
+    tmp_path: Path, now: str, says: str
+) -> None:
+    """Before: ``unexpected OverflowError`` where UTC fell outside years 1 to 9999."""
+    result = run("audit", "--example", "--now", now, cwd=tmp_path)
+    assert (result.code, result.out) == (2, "")
+    assert result.err.count("\n") == 1 and says in result.err, result.err
