@@ -22,6 +22,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from support.helpers import document_for
 from support.mcp_client import ask, call, call_error, server
+from support.measured import _MEASURED  # the same measured start, for the server's process
 
 from airflow_provider_coremodels.assistant import MAX_TEXT, UNTRUSTED, QueryError, SnapshotQueries
 from airflow_provider_coremodels.core.document import encode
@@ -281,17 +282,6 @@ def test_a_baseline_is_read_once_whatever_spelling_names_it(
     (sink / "latest.json").write_bytes(encode(example_document) + b" ")  # changed: read again
     served.drift(baseline="sink")
     assert len(reads) == 4
-
-
-_MEASURED = """
-import atexit, os, runpy, sys
-def peak():
-    hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-    open(os.environ["PEAK_RSS_FILE"], "w").write(hwm.split()[1])
-atexit.register(peak)
-sys.argv = ["airflow_provider_coremodels", *sys.argv[1:]]
-runpy.run_module("airflow_provider_coremodels", run_name="__main__")
-"""
 
 
 def test_forty_spellings_of_a_large_baseline_keep_the_server_bounded(

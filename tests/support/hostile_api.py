@@ -30,6 +30,7 @@ per mode:
 
 ``gzip-bomb``        200, its body a gzip member that inflates to 1 GiB
 ``trickle``          200, its headers at once, then a body one byte a second
+``header-trickle``   its status line and headers one byte every 1.5 s (under the read timeout)
 ``redirect``         307 to ``redirect_to`` (another origin), the same path
 ``echo-query``       400, its body quoting the request's path and query (where keys ride)
 ``refuse``           500, every time
@@ -204,6 +205,8 @@ class _ReceiverHandler(_Handler):
             if mode == "token-redirect":
                 return self._send(307, b"", {"Location": f"{self.owner.redirect_to}{path}"})
             return self._json({"access_token": TOKEN, "token_type": "bearer", "expires_in": 3600})
+        if mode == "header-trickle":
+            return self._slow_headers(mode)
         if mode == "gzip-bomb":
             headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
             return self._send(200, gzip_bomb(), headers)
