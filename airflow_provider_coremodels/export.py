@@ -255,7 +255,7 @@ def open_openlineage_sink(
             raise
         raise UsageError(f"sink {uri} needs the openlineage extra: {OPENLINEAGE_EXTRA} ({exc})") from None
     options = Options.parse(events, namespaces)
-    return OpenLineageSink(uri, options, close_timeout=(retry or RetryPolicy()).budget)
+    return OpenLineageSink(uri, options, budget=(retry or RetryPolicy()).budget)
 
 
 #: The object-storage schemes a sink takes, and the package whose filesystem serves each.

@@ -409,7 +409,7 @@ def remember_secrets(config: Any) -> None:
                     SECRETS.add(urlsplit(value).password)
 
     walk(config, False)
-    SECRETS.add(os.environ.get("OPENLINEAGE_API_KEY"))
+    SECRETS.add(os.environ.get("OPENLINEAGE_API_KEY"), os.environ.get("DD_API_KEY"))
 
 
 class Collector(Transport):

@@ -351,6 +351,23 @@ def _pools(sockets: _Sockets) -> dict[str, type[urllib3.HTTPConnectionPool]]:
     return {"http": Pool, "https": TlsPool}
 
 
+def server_message(response: requests.Response) -> str:
+    """``": <the server's error message>"``, or ``""``: a JSON ``detail``, ``message`` or ``error``,
+    else the first line of the body; bounded, and scrubbed of every secret the run knows."""
+    try:
+        body = decode_json(response.content)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        for key in ("detail", "message", "error"):
+            value = body.get(key)
+            if isinstance(value, str) and value:
+                return SECRETS.scrub(f": {value[:500]}")
+    text = response.content[:2000].decode("utf-8", "replace").strip()
+    text = text.splitlines()[0][:200] if text else ""
+    return SECRETS.scrub(f": {text}") if text else ""
+
+
 def decode_json(data: bytes) -> Any:
     """A body's JSON, by the offline parse's one rule: strict UTF-8, nesting within bounds."""
     from airflow_provider_coremodels.core.parse import decode

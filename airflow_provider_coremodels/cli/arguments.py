@@ -97,14 +97,20 @@ ASSET_EXTRA = ArgSpec(
 
 
 def _instant(value: str) -> datetime.datetime:
-    """An ISO 8601 time; without a zone it is UTC (as every time the API gives)."""
+    """An ISO 8601 time, in UTC (without a zone it is UTC, as every time the API gives); its year
+    has four digits, and its UTC lies within years 1 to 9999, so a document can store it."""
     try:
         when = datetime.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected an ISO 8601 time such as 2026-12-01T06:00:00Z, got {value}"
+            f"expected an ISO 8601 time such as 2026-12-01T06:00:00Z (a year of four digits), got {value}"
         ) from None
-    return when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)
+    if when.tzinfo is None:
+        return when.replace(tzinfo=datetime.timezone.utc)
+    try:
+        return when.astimezone(datetime.timezone.utc)
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{value} is outside the years 1 to 9999 in UTC") from None
 
 
 def _tolerance(value: str) -> float:

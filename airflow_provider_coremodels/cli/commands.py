@@ -394,10 +394,10 @@ def mcp(args: argparse.Namespace) -> int:
     queries = SnapshotQueries.open(
         args.snapshot, waivers=waivers, waivers_source=args.waivers, baseline=args.baseline
     )
-    facts = queries.head.state.get("facts")
-    facts = facts if isinstance(facts, dict) else {}
+    facts = queries.facts(lossiness_limit=1)["facts"] or {}  # counted, not as the document claims
+    fingerprint = (queries.head.fingerprint or "none")[:64]
     sys.stderr.write(
-        f"coremodels mcp: serving {printable(args.snapshot)} (fingerprint {queries.head.fingerprint}, "
+        f"coremodels mcp: serving {printable(args.snapshot)} (fingerprint {printable(str(fingerprint))}, "
         f"{facts.get('dags', '?')} DAGs, {facts.get('assets', '?')} assets, {len(queries.findings)} "
         "findings) over stdio, read-only\n"
     )

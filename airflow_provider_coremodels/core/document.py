@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -316,15 +317,72 @@ def load_document(data: bytes | str) -> StoredSnapshot:
         return typed if typed is not None else _read_checked(data)
 
 
-def _read_checked(data: bytes | str) -> StoredSnapshot:
+def decode_stored(data: bytes | str) -> dict[str, Any]:
+    """A stored document's JSON, by the one rule every reader of a stored document uses (``--snapshot``,
+    ``--baseline``, ``merge``, ``mcp``, a sink's ``latest.json``, the UI page).
+
+    The offline parse's decoding (strict UTF-8, a byte-order mark tolerated, nesting bounded;
+    ``NaN`` and ``Infinity`` read as Python's json reads them, as a re-audit always has), then:
+    an object, and no lone surrogate anywhere (``"\\ud800"``, text that UTF-8 cannot carry, which
+    no document this provider writes holds). Anything else is a ``SnapshotDocumentError`` saying
+    what is wrong with the file.
+    """
+    from airflow_provider_coremodels.core.parse import decode
+
     try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise SnapshotDocumentError(
-            f"is not valid JSON: {(str(exc).splitlines() or ['unreadable'])[0]}"
-        ) from None
+        doc = decode(data)
+    except ValueError as exc:
+        raise SnapshotDocumentError(f"is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise SnapshotDocumentError("is not a JSON object")
+    if _may_hold_surrogates(data):
+        found = _lone_surrogate(doc)
+        if found is not None:
+            where, char = found
+            raise SnapshotDocumentError(
+                f"holds a lone surrogate (\\u{ord(char):04x}) in {where}, which UTF-8 cannot encode "
+                "(no document this provider writes holds one: it was written or edited elsewhere)"
+            )
+    return doc
+
+
+#: A ``\\uD800``-``\\uDFFF`` escape: the only way a lone surrogate gets into text decoded as strict
+#: UTF-8. Its absence (the common case) spares the walk over every value.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _may_hold_surrogates(data: bytes | str) -> bool:
+    if isinstance(data, str):
+        return _SURROGATE.search(data) is not None or _SURROGATE_ESCAPE.search(data.encode()) is not None
+    return _SURROGATE_ESCAPE.search(data) is not None
+
+
+def _lone_surrogate(doc: Any) -> tuple[str, str] | None:
+    """Where the first string (a value or a key) holding a lone surrogate is, and that surrogate."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            found = _SURROGATE.search(value)
+            if found:
+                return where or "the document", found.group()
+        elif isinstance(value, dict):
+            children = []
+            for key, item in value.items():
+                key = str(key)
+                found = _SURROGATE.search(key)
+                if found:
+                    return f"a key of {where or 'the document'}", found.group()
+                children.append((item, f"{where}.{key[:80]}" if where else key[:80]))
+            stack.extend(reversed(children))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in reversed(list(enumerate(value))))
+    return None
+
+
+def _read_checked(data: bytes | str) -> StoredSnapshot:
+    doc = decode_stored(data)
     reader = _Reader()
     if doc.get("connector") != CONNECTOR:
         raise SnapshotDocumentError(f'has connector {json.dumps(doc.get("connector"))}, expected "airflow"')

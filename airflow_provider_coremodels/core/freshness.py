@@ -130,14 +130,30 @@ def timestamp(value: Any) -> str | None:
 _DOCUMENT_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
+_SHORT_YEAR = re.compile(r"(\d{1,3})(-\d\d-\d\dT\d\d:\d\d:\d\dZ)")
+
+
 def parse_time(value: str) -> datetime:
-    """An ISO 8601 time with its zone (``Z`` or an offset); a time without one is UTC."""
+    """An ISO 8601 time with its zone (``Z`` or an offset); a time without one is UTC. Its year
+    has four digits (``0999-06-01T00:00:00Z``); a time whose UTC falls outside years 1 to 9999
+    (``0001-01-01T00:00:00+05:00``) is a ``ValueError`` like any other unreadable time."""
+    short = _SHORT_YEAR.fullmatch(value)
+    if short:  # written by a version whose format_time wrote year 999 as "999": read as meant
+        value = f"{int(short.group(1)):04d}{short.group(2)}"
     when = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    if when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
+    try:
+        return when.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError(f"{value} is outside the years 1 to 9999 in UTC") from None
 
 
 def format_time(when: datetime) -> str:
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A time as the document writes it, in UTC, its year always four digits (``0999-06-01T00:00:00Z``):
+    ``strftime("%Y")`` writes year 999 as ``999``, which no reader takes back."""
+    utc = when.astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)
+    return utc.isoformat(timespec="seconds") + "Z"
 
 
 # -- the document's freshness part ------------------------------------------------------------

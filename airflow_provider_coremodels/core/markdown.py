@@ -2,8 +2,10 @@
 
 Written for GitHub-flavoured markdown (GitLab renders it too): tables, a Mermaid diagram,
 ``<details>`` for the long parts. Everything taken from the estate is escaped (its control
-characters first, as ``\\x1b`` or ``\\n``, then markdown and HTML), and the long lists are
-cut, so a large estate still fits in one comment (GitHub allows 65,536 characters).
+characters first, as ``\\x1b`` or ``\\n``, then markdown and HTML) and made inert where a
+comment would act on it: no ``@team`` mention notifies anyone, no URL, ``www.`` name, e-mail
+address or ``#123`` becomes a link (a zero-width space breaks each). The long lists are cut, so a
+large estate still fits in one comment (GitHub allows 65,536 characters).
 """
 
 from __future__ import annotations
@@ -215,13 +217,20 @@ def _table(header: Iterable[str], rows: Iterable[list[str]], total: int, max_row
 
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
+#: What GitHub (and GitLab) act on in plain text, each broken by a zero-width space (as an entity, so
+#: the source stays readable): an ``@`` mention (and an e-mail address), the ``://`` of a URL,
+#: ``www.``, a ``mailto:`` or ``xmpp:`` link, an ``#123`` reference (``#`` is backslash-escaped by then).
+_LIVE = re.compile(r"(@)|(:)(?=//)|\b(www)(?=\.)|\b(mailto|xmpp)(?=:)|(\\#)(?=\d)", re.IGNORECASE)
+_ZWSP = "&#8203;"
 
 
 def _text(value: str) -> str:
-    """Plain text in a cell or line: control characters escaped, markdown and HTML made inert, one line."""
+    """Plain text in a cell or line: control characters escaped, markdown and HTML made inert, one
+    line, and nothing a comment would act on (mentions, autolinks, references)."""
     value = " ".join(printable(str(value)).split())
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _SPECIAL.sub(r"\\\1", value)
+    value = _SPECIAL.sub(r"\\\1", value)
+    return _LIVE.sub(lambda m: m.group() + _ZWSP, value)
 
 
 def _subject(finding: Mapping[str, Any], names: Mapping[str, str]) -> str:

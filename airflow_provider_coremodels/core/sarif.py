@@ -9,6 +9,11 @@ location is the file's first line, which is what GitHub needs to show an alert. 
 findings carry a suppression with the waiver's reason, so code scanning shows them as
 dismissed rather than open. ``partialFingerprints`` follow (code, subject), so an alert
 keeps its identity from one run to the next even as files change.
+
+What the estate says is data in SARIF too: a file path that leaves its root once normalized
+(``dags/../../.github/workflows/ci.yml``, an absolute path outside the DAG folder) is no location
+(the finding keeps a logical one, and says why), and ``message.text`` escapes its square brackets
+(SARIF 3.11.6), so no embedded link (``[text](https://...)``) is made from the estate's words.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -76,6 +82,8 @@ def render_sarif(
             result["locations"] = [_physical(path) for path in paths]
         else:  # nothing left on disk to point at (a removed DAG, an asset only external DAGs touch)
             result["locations"] = [{"logicalLocations": [locator.logical(finding, about)]}]
+            if locator.escaped(finding, about):
+                result["properties"]["locationRefused"] = OUTSIDE_ROOT
         if finding.get("waived"):
             waived = finding["waived"]
             justification = waived.get("reason") or "waived"
@@ -143,7 +151,37 @@ def _message(finding: Mapping[str, Any]) -> str:
     text = f"{finding['subject']}: {finding['message']}"
     if finding.get("detail"):
         text += f" ({finding['detail']})"
-    return text
+    return plain_text(text)
+
+
+_BRACKET = re.compile(r"(\\*)([\[\]])")
+
+
+def plain_text(text: str) -> str:
+    """Text for a SARIF plain-text message that no viewer turns into a link: every square bracket
+    escaped with a backslash (SARIF 3.11.6: a literal bracket in a message is written ``\\[``), the
+    backslashes right before one doubled, so ``[click](https://evil)`` reads as written."""
+    if "[" not in text and "]" not in text:
+        return text
+    return _BRACKET.sub(lambda m: m.group(1) * 2 + "\\" + m.group(2), text)
+
+
+#: Why a finding points at no file although its DAG has one.
+OUTSIDE_ROOT = (
+    "the DAG's file path leaves its folder once normalized (..): "
+    "no file outside the source root is pointed at"
+)
+
+
+def _contained(path: str | None) -> str | None:
+    """A relative file path, normalized (``a/./b``, ``a/x/../b``: ``a/b``); None where it leaves
+    the folder it is relative to (``../x``, ``a/../../x``) or names no file."""
+    if not path:
+        return None
+    normal = posixpath.normpath(path.lstrip("/"))
+    if normal in (".", "..") or normal.startswith("../"):
+        return None
+    return normal
 
 
 def _identity(code: str, subject: str) -> str:
@@ -182,18 +220,27 @@ class _Locator:
             + [f["path"] for f in broken if not f.get("bundle") and _absolute(f.get("path"))]
         )
         self.files: dict[str, str] = {}
+        #: DAGs and broken files whose path leaves its folder: pointed at nowhere, said so.
+        self.outside: set[str] = set()
         for dag in dags:
-            path = _relative_path(dag, self.folder)
+            given = _relative_path(dag, self.folder)
+            path = _contained(given)
             if path:
                 self.files[dag["identity"]] = self._rooted(
                     dag.get("metadata", {}).get("airflow.bundle"), path
                 )
+            elif given:
+                self.outside.add(dag["identity"])
         self.broken: dict[str, str] = {}
         for file in broken:
             path = file.get("path")
             if isinstance(path, str) and path and isinstance(file.get("file"), str):
                 relative = posixpath.relpath(path, self.folder) if self.folder and _absolute(path) else path
-                self.broken[file["file"]] = self._rooted(file.get("bundle"), relative.lstrip("/"))
+                contained = _contained(relative)
+                if contained:
+                    self.broken[file["file"]] = self._rooted(file.get("bundle"), contained)
+                else:
+                    self.outside.add(file["file"])
         self.consumers: dict[str, list[str]] = defaultdict(list)
         self.producers: dict[str, list[str]] = defaultdict(list)
         for edge in document.get("lineage", []):
@@ -228,6 +275,18 @@ class _Locator:
             file = self.broken.get(finding["subject"])
             return [file] if file else []
         return sorted({self.files[dag] for dag in self.dags(finding, about)})
+
+    def escaped(self, finding: Mapping[str, Any], about: Subject) -> bool:
+        """Whether the finding is about a DAG or file whose path was refused as leaving its folder."""
+        subject = finding["subject"]
+        if about == "task":
+            head = subject
+            while "." in head:
+                head = head.rsplit(".", 1)[0]
+                if head in self.outside:
+                    return True
+            return False
+        return subject in self.outside
 
     def deployments(self, finding: Mapping[str, Any], about: Subject) -> list[str]:
         """In a merged estate, the deployments of the DAGs the finding is located at."""

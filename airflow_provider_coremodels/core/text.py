@@ -16,16 +16,26 @@ from collections.abc import Iterable
 from typing import Any
 
 # C0 controls (tab, newline and CR among them), DEL, the C1 controls, the line and paragraph
-# separators, the bidi embeddings, overrides and isolates (the "Trojan Source" characters), and
-# lone surrogates (which no UTF-8 terminal or file can even be written).
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# separators, the bidi embeddings, overrides and isolates (the "Trojan Source" characters) and the
+# bidi marks (ALM, LRM, RLM), the invisible ones (zero-width space, word joiner, the invisible
+# operators, the byte-order mark, the deprecated format characters), the tag characters (invisible
+# text a language model reads: "ASCII smuggling"), and lone surrogates (which no UTF-8 terminal or
+# file can even be written). Zero-width joiners and non-joiners stay: emoji and scripts need them.
+_UNSAFE = re.compile(
+    "[\\x00-\\x1f\\x7f-\\x9f\\u061c\\u200b\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2060-\\u2064"
+    "\\u2066-\\u206f\\ufeff\\ud800-\\udfff\\U000e0000-\\U000e007f]"
+)
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)
-    return _SHORT.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    if char in _SHORT:
+        return _SHORT[char]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
@@ -33,8 +43,10 @@ def printable(text: str) -> str:
 
     The rule: tab, newline and CR become ``\\t``, ``\\n`` and ``\\r``; every other C0 control, DEL
     and C1 control becomes ``\\xNN`` (ESC: ``\\x1b``, BEL: ``\\x07``, NUL: ``\\x00``); U+2028,
-    U+2029, the bidi embeddings and overrides U+202A-U+202E, the bidi isolates U+2066-U+2069
-    and lone surrogates become ``\\uNNNN``. Everything else is kept as it is, printable non-ASCII
+    U+2029, the bidi embeddings and overrides U+202A-U+202E, the bidi isolates U+2066-U+2069, the
+    bidi marks U+061C, U+200E and U+200F, the invisible U+200B, U+2060-U+2064, U+206A-U+206F and
+    U+FEFF, and lone surrogates become ``\\uNNNN``; the tag characters U+E0000-U+E007F become
+    ``\\UNNNNNNNN``. Everything else is kept as it is, printable non-ASCII
     text (é, 日本, emoji) included, and so is a backslash: the result is for reading, not parsing
     (the JSON document holds the exact strings), so a name that spells ``\\n`` out reads the same
     as one holding a newline. The result holds no line break, so it stays on its line.
@@ -45,6 +57,28 @@ def printable(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text
     return _UNSAFE.sub(_escape, text)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` at most ``limit`` characters long, saying how long it was where it was longer
+    (``abc… [cut: 1,048,576 characters in all]``); the marker is not counted."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text):,} characters in all]"
+
+
+# What a markdown or HTML renderer acts on in plain text: an image (which it fetches, so an image
+# URL can carry data away), a link, an HTML tag or an autolink in angle brackets.
+_RENDERED = re.compile(r"!\[|\]\(|<(?=[A-Za-z/!?])")
+
+
+def inert(text: str) -> str:
+    """``text`` with markdown images and links and HTML tags written so no renderer acts on them: a
+    backslash before ``![``, ``](`` and ``<tag`` (markdown's own escape). What reads it as plain
+    text still reads it; a renderer shows it as written."""
+    if "[" not in text and "](" not in text and "<" not in text:
+        return text
+    return _RENDERED.sub(lambda m: "\\" + m.group(), text)
 
 
 def utf8_safe(value: str) -> str:

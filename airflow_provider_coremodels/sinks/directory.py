@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -25,8 +24,14 @@ from typing import Any
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.atomic import TEMPORARY, write_atomic_at
-from airflow_provider_coremodels.core.document import Document, encode, for_storage, stored_version
-from airflow_provider_coremodels.errors import SinkError
+from airflow_provider_coremodels.core.document import (
+    Document,
+    decode_stored,
+    encode,
+    for_storage,
+    stored_version,
+)
+from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError
 from airflow_provider_coremodels.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
@@ -263,14 +268,14 @@ def _naming(exc: OSError, path: Path) -> OSError:
 
 
 def _stored(data: bytes | None) -> dict[str, Any] | None:
-    """The stored latest document, decoded; None when there is none or it cannot be read."""
+    """The stored latest document, decoded by the one rule every reader of a stored document uses
+    (``decode_stored``); None when there is none or it cannot be read (it is then replaced)."""
     if data is None:
         return None
     try:
-        stored = json.loads(data)
-    except (ValueError, RecursionError):
+        return decode_stored(data)
+    except SnapshotDocumentError:
         return None
-    return stored if isinstance(stored, dict) else None
 
 
 def _version_of(stored: dict[str, Any] | None) -> str | None:

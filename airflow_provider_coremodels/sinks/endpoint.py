@@ -29,6 +29,7 @@ from airflow_provider_coremodels.transport import (
     decode_json,
     redact_url,
     send_with_retries,
+    server_message,
     strip_userinfo,
 )
 
@@ -83,7 +84,7 @@ class EndpointSink(Sink):
             )
         if response.status_code >= 400:
             raise SinkError(
-                f"sink {self.uri} refused the snapshot: HTTP {response.status_code}{_message(response)}"
+                f"sink {self.uri} refused the snapshot: HTTP {response.status_code}{server_message(response)}"
             )
         unchanged = _answer(response).get("unchanged") is True
         log.info("sink %s: HTTP %s%s", self.uri, response.status_code, " (unchanged)" if unchanged else "")
@@ -129,15 +130,3 @@ def _answer(response: requests.Response) -> dict[str, object]:
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
-
-
-def _message(response: requests.Response) -> str:
-    """The server's error message: a JSON ``detail``/``message``/``error``, else the start of the text."""
-    body = _answer(response)
-    for key in ("detail", "message", "error"):
-        value = body.get(key)
-        if isinstance(value, str) and value:
-            return SECRETS.scrub(f": {value[:500]}")
-    text = response.content[:2000].decode("utf-8", "replace").strip()
-    text = text.splitlines()[0][:200] if text else ""
-    return SECRETS.scrub(f": {text}") if text else ""

@@ -11,6 +11,10 @@ An OpenLineage consumer keeps nothing this sink can read back, so there is no ba
 ``unchanged``: every push sends every DAG's event. That is safe to repeat (a job event is an
 upsert, a run event's id is derived from the declaration), and it heals a catalog that lost
 what it was sent before.
+
+Every HTTP request the client makes for this sink (the events, a token endpoint's) goes out
+through the provider's one transport (``openlineage_http.py``): bounded answers, the push's
+budget, no redirects, no key of a URL's query in a message.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from openlineage.client.transport import Transport
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.document import Document
-from airflow_provider_coremodels.errors import SinkError, UsageError
+from airflow_provider_coremodels.errors import CoreModelsError, SinkError, UsageError
 from airflow_provider_coremodels.openlineage import (
     Collector,
     Options,
@@ -34,6 +38,7 @@ from airflow_provider_coremodels.openlineage import (
 )
 from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
+from airflow_provider_coremodels.sinks.openlineage_http import PushBudget, guard
 
 log = scrubbed_logger(__name__)
 
@@ -49,8 +54,10 @@ class OpenLineageSink(Sink):
     """Send each DAG of a pushed document as an OpenLineage event through the configured client."""
 
     def __init__(
-        self, uri: str, options: Options | None = None, *, close_timeout: float = defaults.RETRY_BUDGET
+        self, uri: str, options: Options | None = None, *, budget: float = defaults.RETRY_BUDGET
     ) -> None:
+        """``budget``: the seconds one push may take in all (``--retry-budget``), every request and
+        retry of it included, and the most the client's ``close`` may wait for its transports."""
         parts = urlsplit(uri)
         if parts.netloc or parts.path.strip("/") or parts.fragment:
             raise UsageError(
@@ -59,7 +66,7 @@ class OpenLineageSink(Sink):
             )
         self.uri = uri
         self.options = _with_query(options or Options(), parts.query, uri)
-        self._close_timeout = close_timeout
+        self._budget = PushBudget(budget)
         config = client_config()
         # read the configuration first, resolving no transport: without one the client would fall
         # back to its console (logging each event) with a warning, and nothing would reach a catalog
@@ -67,6 +74,7 @@ class OpenLineageSink(Sink):
             raise UsageError(f"sink {uri}: no OpenLineage transport is configured ({CONFIGURE})")
         self._client = make_client(config)
         self.transport = self._client.transport.kind or type(self._client.transport).__name__
+        self._client.transport = guard(self._client.transport, self._budget)
 
     def __repr__(self) -> str:
         return f"OpenLineageSink({self.uri!r}, transport={self.transport!r})"
@@ -83,21 +91,34 @@ class OpenLineageSink(Sink):
             return SinkResult(self.uri, unchanged=False, sent=0)
         counted = _Counted(self._client.transport)
         self._client.transport = counted
+        budget = self._budget
+        budget.start()
+        failed = f"sink {self.uri}: the OpenLineage {self.transport} transport failed after"
         try:
             for event in emission.events:
+                if budget.deadline.spent():  # a transport that is not HTTP: checked between events
+                    raise SinkError(
+                        f"{failed} {counted.sent} of {len(emission.events)} events: the push did not "
+                        f"finish within its budget of {budget.seconds:g} s (--retry-budget)"
+                    )
+                budget.failure = None
                 self._client.emit(event)
-            delivered = self._client.close(self._close_timeout)
+            delivered = self._client.close(max(0.0, budget.deadline.remaining()))
+        except SinkError as exc:
+            if str(exc).startswith(failed):
+                raise
+            raise SinkError(f"{failed} {counted.sent} of {len(emission.events)} events: {exc}") from None
         except Exception as exc:
             raise SinkError(
-                f"sink {self.uri}: the OpenLineage {self.transport} transport failed after "
-                f"{counted.sent} of {len(emission.events)} events: {_reason(exc)}"
+                f"{failed} {counted.sent} of {len(emission.events)} events: {_reason(exc, budget.failure)}"
             ) from None
         finally:
             self._client.transport = counted.inner
+            budget.finish()
         if delivered is False:
             raise SinkError(
                 f"sink {self.uri}: the OpenLineage {self.transport} transport did not deliver every event "
-                f"within {self._close_timeout:g} s"
+                f"within {budget.seconds:g} s (--retry-budget)"
             )
         log.info("sink %s: sent %d OpenLineage events (%s transport)", self.uri, counted.sent, self.transport)
         written = [self.uri] if counted.sent else []
@@ -151,8 +172,13 @@ def _configured(config: dict[str, Any] | None, transport: dict[str, Any] | None)
     )
 
 
-def _reason(exc: BaseException) -> str:
-    """One line: the exception and its first cause, without secrets."""
+def _reason(exc: BaseException, failure: CoreModelsError | None = None) -> str:
+    """One line: the exception and its first cause, without secrets. ``failure`` is what a
+    guarded request failed on while this event was sent: a composite transport says only that
+    none of its transports delivered, so that is what happened, beside it."""
+    if failure is not None:
+        said = " ".join(SECRETS.scrub(str(exc)).split())[:200]
+        return f"{failure}; {type(exc).__name__}: {said}"
     text = f"{type(exc).__name__}: {exc}"
     cause = exc.__cause__ or exc.__context__
     if cause is not None and str(cause) not in text:

@@ -41,8 +41,13 @@ ESCAPED_BASELINE_REASON = r"gone\x1b[2K\u202eback"
 ESCAPED_LOSSINESS_MESSAGE = r"skipped\r\nWarning dag-no-owner fake\x9b2J"
 
 # What must never appear raw within a line: C0 and C1 controls and DEL, the line and paragraph
-# separators, the bidi embeddings, overrides and isolates.
-UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# separators, the bidi embeddings, overrides, isolates and marks, the invisible characters (zero-width
+# space, word joiner, invisible operators, deprecated format characters, byte-order mark) and the tag
+# characters (invisible text a language model reads).
+UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\ufeff\U000e0000-\U000e007f]"
+)
 NON_ASCII = ("café", "日本", "🚀", "été")
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # three emoji joined by U+200D: not escaped
 
@@ -220,7 +225,9 @@ def test_printable_returns_common_text_itself() -> None:
 def test_printable_escapes_exactly_these_characters_as_repr_does() -> None:
     every = [chr(c) for c in range(0x110000)]
     escaped = [char for char in every if UNSAFE.match(char) or 0xD800 <= ord(char) <= 0xDFFF]
-    assert len(escaped) == 32 + 1 + 32 + 2 + 5 + 4 + 2048  # C0, DEL, C1, separators, bidi, surrogates
+    # C0, DEL, C1, separators, bidi (embeddings, overrides, isolates, marks), invisible ones, tags,
+    # surrogates
+    assert len(escaped) == 32 + 1 + 32 + 2 + (5 + 4 + 3) + (1 + 5 + 6 + 1) + 128 + 2048
     for char in escaped:
         assert printable(char) == repr(char)[1:-1], hex(ord(char))
     kept = "".join(sorted(set(every) - set(escaped)))  # every other code point, unassigned ones too

@@ -396,3 +396,35 @@ def test_the_capture_keeps_only_the_tolerance_of_an_extra() -> None:
     assert reduce_asset(raw)["extra"] == {"coremodels_stale_tolerance": 3}
     assert "extra" not in reduce_asset(asset("s3://x", [], [], None, extra={"token": "t0k3n"}))
     assert reduce_asset(raw, keep_extra=True)["extra"]["token"] == "t0k3n"
+
+
+# -- times of every year a document can hold (issue 23, item 18) -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "written"),
+    [
+        ("0999-06-01T00:00:00Z", "0999-06-01T00:00:00Z"),  # before: "999-06-01T00:00:00Z"
+        ("0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z"),  # before: "1-01-01T00:00:00Z"
+        ("9999-12-31T23:59:59Z", "9999-12-31T23:59:59Z"),
+        ("2026-12-01T08:00:00+02:00", "2026-12-01T06:00:00Z"),
+        ("999-06-01T00:00:00Z", "0999-06-01T00:00:00Z"),  # as an older version wrote it: read as meant
+    ],
+)
+def test_a_time_is_written_with_four_digits_and_read_back_as_itself(given: str, written: str) -> None:
+    from airflow_provider_coremodels.core.freshness import format_time, parse_time
+
+    assert format_time(parse_time(given)) == written
+    assert parse_time(written) == parse_time(given)
+
+
+@pytest.mark.parametrize(
+    "given", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "0-01-01T00:00:00Z"]
+)
+def test_a_time_outside_the_years_a_document_holds_is_unreadable(given: str) -> None:
+    """Before: an OverflowError (an ``unexpected`` error at the command line) where UTC fell
+    outside years 1 to 9999. Now a ValueError, as every unreadable time."""
+    from airflow_provider_coremodels.core.freshness import parse_time
+
+    with pytest.raises(ValueError, match=r"out of range|outside the years 1 to 9999"):
+        parse_time(given)

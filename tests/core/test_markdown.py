@@ -123,3 +123,25 @@ def test_the_asset_estate_report_draws_refs_aliases_and_inlets_dashed() -> None:
     )
     dashed = [line.split()[1] for line in report.splitlines() if "-.->" in line]
     assert sorted(dashed) == sorted(["-.->|alias:daily_exports|"] * 2 + ["-.->|ref|"] * 3 + ["-.->|inlet|"])
+
+
+def test_mentions_autolinks_and_references_from_the_estate_are_inert() -> None:
+    """Before: a consumer named ``@org/security-team ...`` (the server chooses the names) in the
+    Detail column notified that team from every pull request, and ``https://evil.example``,
+    ``www.evil.example`` and an e-mail address became links. Now a zero-width space (``&#8203;``)
+    breaks each, in every cell and line of the report."""
+    hostile = "@org/security-team https://evil.example/login www.evil.example ops@evil.example #12"
+    dags = [{"dag_id": hostile, "owners": ["team"], "description": "d"}]
+    assets = {"assets": [{"uri": "s3://lake/x", "scheduled_dags": [{"dag_id": hostile}]}]}
+    report = render_markdown(document_for(dags, None, assets, served=True))
+    row = next(line for line in report.splitlines() if "asset-unproduced" in line and line.startswith("|"))
+    assert "@&#8203;org/security-team" in row
+    assert "https:&#8203;//evil.example/login" in row
+    assert "www&#8203;.evil.example" in row
+    assert "ops@&#8203;evil.example" in row
+    assert r"\#&#8203;12" in row
+    # nothing live is left outside code spans and the diagram (neither renders mentions or links)
+    text = re.sub(r"``.*?``|`[^`]*`", "", report.split("```mermaid")[0])
+    assert not re.search(r"@(?!&#8203;)", text)
+    assert "://" not in text.replace(":&#8203;//", "")
+    assert not re.search(r"(?i)\bwww\.", text)

@@ -232,3 +232,90 @@ def test_a_merged_estate_names_the_deployments_of_the_run_and_of_each_result() -
     one = sarif(build_document(etl.estate, audit(etl.estate)))["runs"][0]
     assert "deployments" not in one["properties"]
     assert all("deployments" not in r["properties"] for r in one["results"])
+
+
+# -- what the estate says stays inert (issue 23, item 17) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("relative", "fileloc", "uri"),
+    [
+        ("../../.github/workflows/ci.yml", "/opt/airflow/dags/x.py", None),  # out of the root
+        ("a/../../../etc/passwd", "/opt/airflow/dags/x.py", None),
+        ("..", "/opt/airflow/dags/x.py", None),
+        ("sub/./x/../dag.py", "/opt/airflow/dags/sub/dag.py", "dags/sub/dag.py"),  # normalized
+        ("/abs/dag.py", "/opt/airflow/dags/abs/dag.py", "dags/abs/dag.py"),  # read inside the root
+        (None, "/opt/airflow/dags/../../../etc/shadow", None),  # Airflow 2: relative to the DAG folder
+        (None, "/opt/airflow/dags/team/dag.py", "dags/team/dag.py"),
+    ],
+)
+def test_a_location_never_leaves_the_source_root(relative: str | None, fileloc: str, uri: str | None) -> None:
+    """Before: ``dags/../../.github/workflows/ci.yml`` was uploaded as the alert's location, a file
+    outside the DAG folder the server chose. Now a path is normalized, and one that leaves its
+    folder is no location: the alert keeps a logical one and says why."""
+    dags = [
+        {"dag_id": "victim", "fileloc": fileloc, "relative_fileloc": relative, "owners": ["airflow"]},
+        {"dag_id": "good", "fileloc": "/opt/airflow/dags/good.py", "owners": ["team"], "description": "d"},
+    ]
+    document = document_for([{k: v for k, v in dag.items() if v is not None} for dag in dags])
+    result = results_by(sarif(document, source_root="dags"))[("dag-no-owner", "victim")]
+    if uri is None:
+        assert "physicalLocation" not in result["locations"][0]
+        assert result["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "victim"
+        assert "leaves its folder" in result["properties"]["locationRefused"]
+    else:
+        assert uris(result) == [uri]
+        assert "locationRefused" not in result["properties"]
+    for location in result["locations"]:
+        path = location.get("physicalLocation", {}).get("artifactLocation", {}).get("uri", "")
+        assert ".." not in path.split("/")
+
+
+def test_a_broken_file_outside_the_dag_folder_is_no_location() -> None:
+    dags = {
+        "dags": [
+            {"dag_id": "good", "fileloc": "/opt/airflow/dags/good.py", "owners": ["t"], "description": "d"}
+        ],
+        "import_errors": [
+            {"filename": "/opt/airflow/dags/../../../home/runner/.ssh/config", "stack_trace": "boom"},
+            {"filename": "/opt/airflow/dags/broken.py", "stack_trace": "boom"},
+        ],
+    }
+    results = sarif(document_for(dags), source_root="dags")["runs"][0]["results"]
+    located = sorted(uri for r in results if r["ruleId"] == "dag-import-error" for uri in uris_of(r))
+    assert located == ["dags/broken.py"]
+
+
+def uris_of(result: dict[str, Any]) -> list[str]:
+    return [
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for loc in result["locations"]
+        if "physicalLocation" in loc
+    ]
+
+
+def test_an_embedded_link_in_the_message_is_inert() -> None:
+    """Before: a dag_id ``[click here](https://evil.example/...)`` became a live embedded link of the
+    alert's message (SARIF 3.11.6). Now its brackets are escaped; the subject property stays exact."""
+    hostile = "[click here](https://evil.example/login)"
+    document = document_for([{"dag_id": hostile, "fileloc": "/dags/x.py", "owners": ["airflow"]}])
+    result = results_by(sarif(document))[("dag-no-owner", hostile)]
+    text = result["message"]["text"]
+    assert text.startswith(r"\[click here\](https://evil.example/login): DAG has no owner")
+    assert "[click" not in text.replace(r"\[", "")
+    assert result["properties"]["subject"] == hostile
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("plain", "plain"),
+        ("[a](b)", r"\[a\](b)"),
+        (r"back\[slash]", r"back\\\[slash\]"),
+        ("a \\ b", "a \\ b"),  # a backslash before no bracket is literal
+    ],
+)
+def test_plain_text_escapes_brackets_as_sarif_says(text: str, written: str) -> None:
+    from airflow_provider_coremodels.core.sarif import plain_text
+
+    assert plain_text(text) == written

@@ -23,6 +23,19 @@ DAG, its tasks, no assets, aliases or warnings). The modes:
 ``dot-ids``          DAGs named ``.`` and ``..`` (legal in Airflow)
 
 ``max_in_flight`` is the most requests the server had open at once.
+
+``HostileReceiver`` is the same for the other side of an export: an endpoint events or
+snapshots are POSTed to (an OpenLineage receiver, a CoreModels endpoint) that lies in one way
+per mode:
+
+``gzip-bomb``        200, its body a gzip member that inflates to 1 GiB
+``trickle``          200, its headers at once, then a body one byte a second
+``header-trickle``   its status line and headers one byte every 1.5 s (under the read timeout)
+``redirect``         307 to ``redirect_to`` (another origin), the same path
+``echo-query``       400, its body quoting the request's path and query (where keys ride)
+``refuse``           500, every time
+``token-redirect``   ``POST /oauth/token`` answers 307 to ``redirect_to``; events are taken (200)
+``token``            ``POST /oauth/token`` hands out ``TOKEN``; events are taken (200)
 """
 
 from __future__ import annotations
@@ -177,6 +190,71 @@ class _Handler(RequestHandler):
         self.end_headers()
         with contextlib.suppress(OSError):  # the client gave up: that is the point of some modes
             self.wfile.write(body)
+
+
+class _ReceiverHandler(_Handler):
+    owner: HostileReceiver  # type: ignore[assignment]
+
+    def handle(self) -> None:
+        with contextlib.suppress(ConnectionError):  # a client that gave up mid-answer: the point
+            super().handle()
+
+    def answer(self, body: bytes) -> None:
+        mode, path = self.owner.mode, self.path
+        if path.startswith("/oauth/token"):
+            if mode == "token-redirect":
+                return self._send(307, b"", {"Location": f"{self.owner.redirect_to}{path}"})
+            return self._json({"access_token": TOKEN, "token_type": "bearer", "expires_in": 3600})
+        if mode == "header-trickle":
+            return self._slow_headers(mode)
+        if mode == "gzip-bomb":
+            headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+            return self._send(200, gzip_bomb(), headers)
+        if mode == "trickle":
+            text = b'{"status": "accepted, eventually"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(text)))
+            self.end_headers()
+            for byte in text:
+                if self.owner.stopping.wait(1.0):
+                    return None
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:
+                    return None
+            return None
+        if mode == "redirect":
+            return self._send(307, b"", {"Location": f"{self.owner.redirect_to}{path}"})
+        if mode == "echo-query":
+            return self._json({"detail": f"no such receiver {path}"}, 400)
+        if mode == "refuse":
+            return self._json({"detail": "busy"}, 500)
+        return self._send(200, b"", {})
+
+
+class HostileReceiver(BackgroundHTTPServer):
+    """An endpoint that lies to whoever POSTs to it, in one mode; ``redirect_to`` is where its
+    redirects point. ``events`` are the bodies POSTed to anything but the token path."""
+
+    handler_class = _ReceiverHandler
+    description = "the hostile receiver"
+    thread_name = "hostile-receiver"
+
+    def __init__(self, mode: str, *, redirect_to: str = "http://127.0.0.1:9") -> None:
+        super().__init__()
+        self.mode = mode
+        self.redirect_to = redirect_to
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def stop(self) -> None:
+        self.stopping.set()
+        time.sleep(0)
+        super().stop()
 
 
 class HostileApi(BackgroundHTTPServer):

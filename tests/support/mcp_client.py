@@ -25,11 +25,13 @@ def server(*args: str, airflow_cli: bool = False) -> StdioServerParameters:
     """How to start the server: ``python -m`` (the default) or the ``airflow coremodels`` group.
 
     The SDK gives the child only a few safe variables of our environment (PATH, HOME, ...), so the
-    throw-away ``AIRFLOW_HOME`` the tests use is passed on by name.
+    throw-away ``AIRFLOW_HOME`` the tests use is passed on by name, and ``PYTHONPATH`` where it is
+    set (a checkout whose package must win over an installed one, in the server too).
     """
     env = {
         "AIRFLOW_HOME": os.environ["AIRFLOW_HOME"],
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
     }
     if airflow_cli:
         airflow = str(Path(sys.executable).parent / "airflow")
