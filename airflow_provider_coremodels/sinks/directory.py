@@ -35,7 +35,7 @@ from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError
 from airflow_provider_coremodels.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
-from airflow_provider_coremodels.sinks.history import Retention, twin_of
+from airflow_provider_coremodels.sinks.history import Retention, fresh, twin_of
 from airflow_provider_coremodels.sinks.layout import (
     HISTORY,
     HISTORY_ENTRY,
@@ -183,7 +183,7 @@ class DirectorySink(Sink):
     def _history_names(self) -> list[str]:
         """The names of the history entries there are (those ``HISTORY_ENTRY`` matches)."""
         try:
-            return [p.name for p in (self.root / HISTORY).iterdir() if HISTORY_ENTRY.match(p.name)]
+            return [p.name for p in fresh(self.root / HISTORY).iterdir() if HISTORY_ENTRY.match(p.name)]
         except FileNotFoundError:
             return []
 

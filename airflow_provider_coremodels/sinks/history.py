@@ -193,7 +193,7 @@ class StoreHistory(HistoryReader):
 
     def names(self) -> list[str]:
         try:
-            return [path.name for path in (self.root / HISTORY).iterdir()]
+            return [path.name for path in fresh(self.root / HISTORY).iterdir()]
         except FileNotFoundError:
             return []
 
@@ -205,6 +205,15 @@ class StoreHistory(HistoryReader):
             return _read_object(self.root / LATEST)
         except FileNotFoundError:
             return None
+
+
+def fresh(path: Any) -> Any:
+    """``path``, its store's cached listing of it forgotten: s3fs, gcsfs and adlfs keep every listing
+    for the life of the process, and the exports that add entries run in other processes."""
+    fs = getattr(path, "fs", None)
+    if fs is not None and hasattr(fs, "invalidate_cache"):
+        fs.invalidate_cache(getattr(path, "path", None) or str(path))
+    return path
 
 
 def _read_object(path: Any) -> bytes:
@@ -339,12 +348,14 @@ def summary_of(reader: HistoryReader, name: str) -> EntrySummary | str:
         said = summarize(reader.read(name))
     except Unreadable as exc:
         said = str(exc)
+        if said.startswith("cannot be read"):
+            return said  # a failed read may succeed next time: nothing is kept
     except SnapshotDocumentError as exc:
         said = exc.problem
     except FileNotFoundError:
         return "was removed while it was listed"
     except OSError as exc:
-        said = f"cannot be read: {exc.strerror or exc}"
+        return f"cannot be read: {exc.strerror or exc}"
     with _cache_lock:
         _cache[key] = (version, said)
         _cache.move_to_end(key)
