@@ -372,7 +372,7 @@ def list_history(
     ``latest_version``: the ``<fingerprint>-<findings digest>`` of ``latest.json`` when the caller
     knows it (None: there is none), so it is not read again. A failing store raises its own error.
     """
-    names = newest_first(reader.names())
+    names = [name for name in reader.names() if HISTORY_ENTRY.match(name)]
     latest: EntrySummary | None = None
     latest_problem = None
     if latest_version is _READ_IT:
@@ -384,7 +384,7 @@ def list_history(
         except SnapshotDocumentError as exc:
             latest_problem = f"{LATEST} {exc.problem}"
         latest_version = latest.version if latest is not None else None
-    shown = names[:limit] if limit else names
+    shown = newest_first(names, limit=limit or None)
     said = {name: summary_of(reader, name) for name in shown}
 
     def version_of(name: str) -> str | None:
@@ -393,7 +393,11 @@ def list_history(
             return summary.version
         return None
 
-    twin = twin_of(names, latest_version, version_of) if isinstance(latest_version, str) else None
+    twin = None
+    if isinstance(latest_version, str):
+        fingerprint = latest_version.partition("-")[0]
+        candidates = newest_first(n for n in names if f"-{fingerprint}" in n)  # the few of its estate
+        twin = twin_of(candidates, latest_version, version_of)
     entries = tuple(
         Entry(
             name,

@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import heapq
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 
 from airflow_provider_coremodels.core.document import Document, stored_version
@@ -46,9 +48,13 @@ def entry_order(name: str) -> tuple[str, str, str]:
     return (whole.ljust(15, "0"), fraction.ljust(9, "0"), name)
 
 
-def newest_first(names: list[str]) -> list[str]:
-    """The entries among ``names`` (names ``HISTORY_ENTRY`` matches), newest first."""
-    return sorted((n for n in names if HISTORY_ENTRY.match(n)), key=entry_order, reverse=True)
+def newest_first(names: Iterable[str], limit: int | None = None) -> list[str]:
+    """The entries among ``names`` (names ``HISTORY_ENTRY`` matches), newest first; only the
+    newest ``limit`` of them when given (chosen without sorting them all: a history may hold
+    thousands, and the page asks on every view)."""
+    keyed = [(key, name) for name in names if (key := entry_order(name))[0]]
+    chosen = heapq.nlargest(limit, keyed) if limit else sorted(keyed, reverse=True)
+    return [name for _, name in chosen]
 
 
 def stamp_time(stamp: str) -> datetime | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,9 +214,13 @@ def _stamp(document: dict[str, Any]) -> str:
 
 def _newest_history_entry(history: Any) -> Any:
     try:
-        names = newest_first([entry.name for entry in fresh(history).iterdir()])
+        if isinstance(history, Path):
+            listed = os.listdir(history)  # names only: no path object per entry
+        else:
+            listed = [entry.name for entry in fresh(history).iterdir()]
     except OSError:
         return None  # no history (yet): latest.json alone is enough
+    names = newest_first(listed, limit=1)
     return history / names[0] if names else None
 
 
@@ -318,7 +323,7 @@ def read_trend(snapshot: Snapshot, limit: int = TREND_ENTRIES) -> Trend | None:
     shows_latest = getattr(snapshot.path, "name", None) == LATEST
     try:
         with reader.opened():
-            names = newest_first(reader.names())[:limit]
+            names = newest_first(reader.names(), limit=limit)
             key = (tuple((name, reader.version(name)) for name in names), shows_latest, snapshot.version)
             with _trend_lock:
                 cached = _trends.get(location)
