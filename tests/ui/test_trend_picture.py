@@ -47,7 +47,9 @@ CHANGES: dict[int, Callable[[Day], None]] = {
             {
                 "filename": "load_orders.py",
                 "bundle_name": "dags-folder",
-                "stack_trace": "Traceback\nNameError: boom",
+                "stack_trace": "Traceback (most recent call last):\n"
+                '  File "/opt/airflow/dags/load_orders.py", line 3, in <module>\n'
+                "    import pandas\nModuleNotFoundError: No module named 'pandas'",
             }
         ],
         broken={"load_orders"},
