@@ -135,7 +135,8 @@ class DirectorySink(Sink):
         """
         names = self._history_names()
         if twin is None and held is not None:
-            twin = twin_of(newest_first(names), held, self._entry_version)
+            estate = f"-{held.partition('-')[0]}"  # only the entries of latest.json's estate may be it
+            twin = twin_of(newest_first(n for n in names if estate in n), held, self._entry_version)
         captured = (document.get("state") or {}).get("capturedAt")
         try:
             now = parse_time(captured) if isinstance(captured, str) else datetime.now(timezone.utc)

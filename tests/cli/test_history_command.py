@@ -18,6 +18,7 @@ import pytest
 from support.helpers import CLI_GROUP, REPO, document_for
 from support.s3_server import BUCKET, SECRETS, S3Store, new_conn_id, running_s3
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.cli.main import main
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
@@ -180,6 +181,33 @@ def test_compare_refuses_what_it_cannot_read(
     result = cli("compare", old.format(**where), new.format(**where))
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.count("\n") == 1 and says.format(**where) in result.stderr
+
+
+def test_compare_refuses_an_entry_over_the_bound_or_behind_a_symlink(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In-process, so that the bound can be made small: the entry is refused on its size, unread;
+    a symlink by an entry's name is not followed, whatever it points at."""
+    root = tmp_path / "out"
+    for doc in DOCS:
+        FileSink(root).push(doc)
+    newest = root / "history" / history_name(DOCS[-1])
+    monkeypatch.setattr(defaults, "MAX_DOCUMENT_BYTES", newest.stat().st_size - 1)
+    assert main(["compare", f"{root}@~0", f"{root}@~0"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: snapshot document {newest} is {newest.stat().st_size:,} bytes, "
+        f"over the {newest.stat().st_size - 1:,}-byte limit\n"
+    )
+    monkeypatch.undo()
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps(DOCS[0]))
+    (root / "history" / f"20261123T060000Z-{DOCS[0]['fingerprint']}.json").symlink_to(outside)
+    assert main(["compare", f"{root}@~0", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"error: snapshot document {root}/history/20261123T060000Z-") and err.count("\n") == 1
+    )
+    assert err.endswith("is a symbolic link; not followed\n")
 
 
 def test_export_takes_the_retention_options_before_anything_is_captured(capsys) -> None:
