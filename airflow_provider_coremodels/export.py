@@ -39,6 +39,7 @@ from airflow_provider_coremodels.errors import (
     UsageError,
 )
 from airflow_provider_coremodels.sinks import FileSink, ObjectStorageSink, Sink, SinkResult
+from airflow_provider_coremodels.sinks.history import Retention
 from airflow_provider_coremodels.transport import RetryPolicy, redact_url
 
 
@@ -138,6 +139,7 @@ def open_sinks(
     retry: RetryPolicy | None = None,
     openlineage_events: str | None = None,
     openlineage_namespaces: Sequence[str] = (),
+    retention: Retention | None = None,
 ) -> list[Sink]:
     """The sinks the URIs name, for the CLI and the operator alike."""
     return [
@@ -148,6 +150,7 @@ def open_sinks(
             retry=retry,
             openlineage_events=openlineage_events,
             openlineage_namespaces=openlineage_namespaces,
+            retention=retention,
         )
         for uri in uris
     ]
@@ -161,10 +164,12 @@ def open_sink(
     retry: RetryPolicy | None = None,
     openlineage_events: str | None = None,
     openlineage_namespaces: Sequence[str] = (),
+    retention: Retention | None = None,
 ) -> Sink:
     """The sink a URI names: a path or ``file://``, an ``http(s)://`` endpoint, object storage, or
     ``openlineage://`` (the OpenLineage client as configured; ``openlineage_events`` and
-    ``openlineage_namespaces`` are the command's defaults for its event kind and job namespaces)."""
+    ``openlineage_namespaces`` are the command's defaults for its event kind and job namespaces).
+    ``retention`` applies to the sinks that keep a history (a directory, object storage)."""
     scheme = urlsplit(uri).scheme.lower()
     if scheme == OPENLINEAGE:
         return open_openlineage_sink(uri, openlineage_events, openlineage_namespaces, retry)
@@ -187,9 +192,9 @@ def open_sink(
         path = parts.path
         if not path:
             raise UsageError(f"sink {uri}: a file:// URI needs a path")
-        return FileSink(path, uri)
+        return FileSink(path, uri, retention=retention)
     if not scheme or len(scheme) == 1:  # a plain path (or a Windows drive letter)
-        return FileSink(uri)
+        return FileSink(uri, retention=retention)
     package = OBJECT_STORAGE.get(scheme)
     if package is None:
         schemes = ", ".join(f"{s}://" for s in sorted(OBJECT_STORAGE))
@@ -197,7 +202,7 @@ def open_sink(
             f"sink {redact_url(uri)}: unknown scheme {scheme!r}: a sink is a path or file:// URI, "
             f"an http(s):// endpoint, object storage ({schemes}), or openlineage://"
         )
-    return open_object_storage(uri, sink_conn_id)
+    return open_object_storage(uri, sink_conn_id, retention=retention)
 
 
 def open_object_storage(
@@ -206,6 +211,7 @@ def open_object_storage(
     *,
     label: str | None = None,
     conn_option: str = "--sink-conn-id",
+    retention: Retention | None = None,
 ) -> ObjectStorageSink:
     """The object-storage sink at ``uri``, its connection found and its filesystem resolved now.
 
@@ -228,7 +234,7 @@ def open_object_storage(
         except ConnectionConfigError as exc:
             raise UsageError(f"{label}: {conn_option}: {exc}") from None
     try:
-        sink = ObjectStorageSink(uri, conn_id=conn_id)
+        sink = ObjectStorageSink(uri, conn_id=conn_id, retention=retention)
         sink.resolve()
     except (ImportError, ValueError, TypeError) as exc:  # no provider for the scheme, or no package
         reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__

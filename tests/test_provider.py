@@ -86,6 +86,8 @@ def test_cli_commands_build_for_airflow() -> None:
         "merge",
         "capture",
         "export",
+        "history",
+        "compare",
         "mcp",
         "generate",
     ]

@@ -19,6 +19,10 @@ from airflow_provider_coremodels.core.rules import FAIL_ON
 
 FORMATS = ("table", "json", "sarif", "markdown", "openlineage")
 LINEAGE_FORMATS = ("mermaid", "dot")
+HISTORY_FORMATS = ("table", "json")
+COMPARE_FORMATS = ("table", "json", "markdown")
+#: How many history entries ``history`` lists unless told otherwise.
+DEFAULT_HISTORY_LIMIT = 30
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,10 @@ def _tolerance(value: str) -> float:
     return number
 
 
+SINK_CONN_ID = ArgSpec(
+    ("--sink-conn-id",), {"metavar": "ID", "help": "the connection object-storage sinks use"}
+)
+
 #: Where export and merge push the snapshot.
 SINKS = (
     ArgSpec(
@@ -135,10 +143,54 @@ SINKS = (
             "http(s):// endpoint, or openlineage:// (the OpenLineage client as configured); repeatable",
         },
     ),
-    ArgSpec(("--sink-conn-id",), {"metavar": "ID", "help": "the connection object-storage sinks use"}),
+    SINK_CONN_ID,
     ArgSpec(
         ("--coremodels-conn-id",),
         {"metavar": "ID", "help": "the coremodels connection whose password is the endpoint's token"},
+    ),
+)
+
+
+def _whole(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got {value}")
+    return number
+
+
+def _days(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of days, got {value}")
+    return number
+
+
+#: How much of its history/ a file or object-storage sink keeps (docs/export.md#retention).
+RETENTION = (
+    ArgSpec(
+        ("--history-keep",),
+        {
+            "type": _whole,
+            "default": 0,
+            "metavar": "N",
+            "help": "file and object-storage sinks keep the newest N entries of history/ and remove the "
+            "older ones after each push (default: 0, keep all); latest.json's twin is always kept",
+        },
+    ),
+    ArgSpec(
+        ("--history-max-age",),
+        {
+            "type": _days,
+            "metavar": "DAYS",
+            "help": "and remove the history/ entries captured more than DAYS before this capture "
+            "(default: no age limit)",
+        },
     ),
 )
 
@@ -392,6 +444,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 },
             ),
             *SINKS,
+            *RETENTION,
             BASELINE,
             WAIVERS,
             *FRESHNESS,
@@ -429,6 +482,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
         args=(
             *SOURCE,
             *SINKS,
+            *RETENTION,
             WAIVERS,
             *FRESHNESS,
             DEPLOYMENT,
@@ -438,6 +492,74 @@ COMMANDS: tuple[CommandSpec, ...] = (
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
             ASSET_EXTRA,
+        ),
+    ),
+    CommandSpec(
+        name="history",
+        help="List the snapshots a file or object-storage sink stored, newest first",
+        description=(
+            "List the history/ of a file or object-storage sink, newest first: when each snapshot was "
+            "captured, its fingerprint, its open findings by severity, whether it was stored for its "
+            "findings alone or over the snapshot cap, and which entry latest.json holds. A damaged entry "
+            "is a row that says so."
+        ),
+        func="airflow_provider_coremodels.cli.commands:history",
+        args=(
+            ArgSpec(
+                ("--sink",),
+                {
+                    "metavar": "URI",
+                    "required": True,
+                    "help": "the sink: a directory or file:// URI, or an object-storage URI (s3://bucket/prefix)",
+                },
+            ),
+            SINK_CONN_ID,
+            ArgSpec(
+                ("--format",),
+                {"choices": HISTORY_FORMATS, "default": "table", "help": "table or json (default: table)"},
+            ),
+            ArgSpec(
+                ("--limit",),
+                {
+                    "type": _whole,
+                    "default": DEFAULT_HISTORY_LIMIT,
+                    "metavar": "N",
+                    "help": f"list the newest N entries (default: {DEFAULT_HISTORY_LIMIT}; 0 lists all)",
+                },
+            ),
+        ),
+    ),
+    CommandSpec(
+        name="compare",
+        help="Compare two stored snapshots: findings opened and closed, datasets, tasks and edges",
+        description=(
+            "Compare two stored snapshot documents: the findings opened and closed (by code and subject), "
+            "the DAGs and assets added and removed, the tasks added, removed or changed, and the lineage "
+            "edges added and removed. OLD and NEW are each a document, a sink (its latest.json), or "
+            "SINK@REF for one entry of its history/: REF is latest, ~N (N entries before the newest), a "
+            "fingerprint prefix, or a date or time (the newest entry captured by then)."
+        ),
+        func="airflow_provider_coremodels.cli.commands:compare",
+        args=(
+            ArgSpec(("old",), {"metavar": "OLD", "help": "the earlier snapshot"}),
+            ArgSpec(("new",), {"metavar": "NEW", "help": "the later snapshot"}),
+            SINK_CONN_ID,
+            ArgSpec(
+                ("--format",),
+                {
+                    "choices": COMPARE_FORMATS,
+                    "default": "table",
+                    "help": "table, json or markdown (a pull-request comment); default: table",
+                },
+            ),
+            ArgSpec(
+                ("--fail-on",),
+                {
+                    "choices": tuple(FAIL_ON),
+                    "default": "never",
+                    "help": "exit 1 when a finding at or above this severity opened (default: never)",
+                },
+            ),
         ),
     ),
     CommandSpec(

@@ -8,7 +8,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,17 +19,20 @@ from airflow_provider_coremodels.core.capabilities import require
 from airflow_provider_coremodels.core.render import render_json, render_table
 from airflow_provider_coremodels.core.rules import failing_findings
 from airflow_provider_coremodels.core.text import printable
-from airflow_provider_coremodels.errors import SinkError, SinksFailed, UsageError
+from airflow_provider_coremodels.errors import CoreModelsError, SinkError, SinksFailed, UsageError
 from airflow_provider_coremodels.input_files import (
     read_artifacts,
     read_baseline,
+    read_stored,
     read_stored_estate,
     read_waivers,
 )
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
+    from airflow_provider_coremodels.core.compare import Side
     from airflow_provider_coremodels.sinks import SinkResult
+    from airflow_provider_coremodels.sinks.history import HistoryReader, Retention
 
 #: The example estate's recorded REST responses (example_dags/estate served by Airflow 3.3),
 #: package data so that a first run needs nothing but the install.
@@ -110,6 +113,7 @@ def merge(args: argparse.Namespace) -> int:
             args.sink,
             sink_conn_id=args.sink_conn_id,
             coremodels_conn_id=args.coremodels_conn_id,
+            retention=retention(args),
             **_openlineage_defaults(args),
         )
         try:
@@ -179,6 +183,7 @@ def export(args: argparse.Namespace) -> int:
             sink_conn_id=args.sink_conn_id,
             coremodels_conn_id=args.coremodels_conn_id,
             retry=retry,
+            retention=retention(args),
             **_openlineage_defaults(args),
         )
     if not sinks:
@@ -211,6 +216,132 @@ def export(args: argparse.Namespace) -> int:
     emit(render(result.document, args))
     say_summary(f"{result.capture.line()}\n{result.summary_line()}", args)
     return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)
+
+
+def retention(args: argparse.Namespace) -> Retention:
+    """``--history-keep`` and ``--history-max-age``: what the sinks keep of their history."""
+    from airflow_provider_coremodels.sinks.history import Retention
+
+    return Retention(args.history_keep, args.history_max_age)
+
+
+def history(args: argparse.Namespace) -> int:
+    """``history``: a sink's stored snapshots, newest first, as a table or JSON."""
+    from airflow_provider_coremodels.sinks.history import list_history, render_listing
+
+    reader = history_reader(args.sink, args.sink_conn_id)
+    with _reading(reader):
+        listing = list_history(reader, limit=args.limit)
+    emit(render_json(listing.as_dict()) if args.format == "json" else render_listing(listing))
+    return EXIT_OK
+
+
+def compare(args: argparse.Namespace) -> int:
+    """``compare``: what changed between two stored snapshots; exit 1 when a finding at or above
+    ``--fail-on`` opened."""
+    from airflow_provider_coremodels.core.compare import (
+        compare as run_compare,
+    )
+    from airflow_provider_coremodels.core.compare import (
+        comparison_json,
+        render_comparison_markdown,
+        render_comparison_table,
+    )
+
+    comparison = run_compare(
+        stored_side(args.old, args.sink_conn_id), stored_side(args.new, args.sink_conn_id)
+    )
+    if args.format == "json":
+        emit(render_json(comparison_json(comparison)))
+    elif args.format == "markdown":
+        emit(render_comparison_markdown(comparison).rstrip("\n"))
+    else:
+        emit(render_comparison_table(comparison))
+    return EXIT_FINDINGS if comparison.failing(args.fail_on) else EXIT_OK
+
+
+#: The sinks that keep no snapshot to read back.
+_NO_HISTORY = {"http": "an HTTP endpoint", "https": "an HTTP endpoint", "openlineage": "an OpenLineage sink"}
+
+
+def history_reader(uri: str, sink_conn_id: str | None) -> HistoryReader:
+    """The history of the file or object-storage sink ``uri``, opened as export opens it (its
+    scheme, package and connection checked first)."""
+    from urllib.parse import urlsplit
+
+    from airflow_provider_coremodels.export import open_sink
+    from airflow_provider_coremodels.sinks.directory import DirectorySink, FileSink
+    from airflow_provider_coremodels.sinks.history import LocalHistory, StoreHistory
+
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in _NO_HISTORY:
+        raise UsageError(
+            f"sink {redact(uri)}: {_NO_HISTORY[scheme]} keeps no history to read back; "
+            "give a directory or an object-storage URI"
+        )
+    if len(scheme) > 1 and scheme != "file":
+        from airflow_provider_coremodels.cli.definition import logs_to_stderr
+
+        logs_to_stderr()  # object storage means Airflow, whose logging writes to stdout
+    with _stdout_to_stderr():
+        sink = open_sink(uri, sink_conn_id=sink_conn_id)
+    if isinstance(sink, FileSink):
+        root = sink.root.expanduser()
+        if not root.is_dir():
+            problem = "is not a directory" if root.exists() else "does not exist"
+            raise UsageError(f"sink {uri}: {root} {problem}")
+        return LocalHistory(root, sink.uri)
+    if isinstance(sink, DirectorySink):
+        return StoreHistory(sink.root, sink.uri)
+    raise UsageError(f"sink {redact(uri)} keeps no history to read back")  # pragma: no cover
+
+
+def redact(uri: str) -> str:
+    from airflow_provider_coremodels.transport import redact_url
+
+    return redact_url(uri)
+
+
+@contextlib.contextmanager
+def _reading(reader: HistoryReader) -> Iterator[None]:
+    """Hold a local history open while it is read; a store that fails is a sink failure (exit 3)."""
+    try:
+        with reader.opened():
+            yield
+    except (CoreModelsError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # each store client raises its own errors (botocore's are no OSError)
+        detail = getattr(exc, "strerror", None) or " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise SinkError(f"sink {reader.location}: cannot read its history: {detail}") from None
+
+
+def stored_side(given: str, sink_conn_id: str | None) -> Side:
+    """One side of ``compare``: a document, a sink (its ``latest.json``), or ``SINK@REF``."""
+    from urllib.parse import urlsplit
+
+    from airflow_provider_coremodels.core.compare import read_side
+    from airflow_provider_coremodels.errors import SnapshotDocumentError
+    from airflow_provider_coremodels.input_files import Unreadable
+    from airflow_provider_coremodels.sinks.history import resolve, split_reference
+    from airflow_provider_coremodels.sinks.layout import LATEST, newest_first
+
+    where, reference = split_reference(given)
+    scheme = urlsplit(where).scheme.lower()
+    if reference is None and (not scheme or len(scheme) == 1):  # a document, or a file sink's directory
+        path = os.path.expanduser(where)
+        location = os.path.join(path, LATEST) if os.path.isdir(path) else path
+        return read_side(given, location, read_stored(path))
+    reader = history_reader(where, sink_conn_id)
+    with _reading(reader):
+        name = None if reference is None else resolve(reference, newest_first(reader.names()), where)
+        location = reader.where(name) if name else f"{reader.location.rstrip('/')}/{LATEST}"
+        try:
+            data = reader.read(name) if name else reader.read_latest()
+        except Unreadable as exc:
+            raise SnapshotDocumentError(str(exc), location) from None
+    if data is None:
+        raise SnapshotDocumentError(f"does not exist: {where} has stored no snapshot yet", location)
+    return read_side(given, location, data)
 
 
 def sink_failures(failed: Sequence[SinkResult]) -> int:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import AirflowApiClient
     from airflow_provider_coremodels.export import ExportResult
     from airflow_provider_coremodels.sinks import SinkResult
+    from airflow_provider_coremodels.sinks.history import Retention
 
 LOG_LEVEL = {"Info": logging.INFO, "Warning": logging.WARNING, "Error": logging.ERROR}
 
@@ -76,6 +77,10 @@ class CoreModelsExportOperator(BaseOperator):
     :param metrics: send the export's metrics (open findings per severity and code, new and
         resolved findings, capture duration, requests and retries) through Airflow's ``Stats``,
         wherever ``[metrics]`` sends Airflow's own.
+    :param history_keep: file and object-storage sinks keep only the newest this many entries of
+        ``history/`` (0, the default, keeps all); ``latest.json``'s twin is always kept.
+    :param history_max_age_days: and remove the entries captured more than this many days before
+        this capture (None, the default: no age limit).
 
     The task's **CoreModels** link opens the page on the snapshot it stored.
     """
@@ -107,6 +112,8 @@ class CoreModelsExportOperator(BaseOperator):
         deployment: str | None = None,
         on_new_findings: Any = None,
         metrics: bool = True,
+        history_keep: int = 0,
+        history_max_age_days: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -123,6 +130,8 @@ class CoreModelsExportOperator(BaseOperator):
         self.on_new_findings = on_new_findings
         self.metrics = metrics
         self.coremodels_page_url: str | None = None  # set once a snapshot is pushed: the task's link
+        self.history_keep = history_keep
+        self.history_max_age_days = history_max_age_days
         self._client: AirflowApiClient | None = None
 
     def on_kill(self) -> None:
@@ -145,6 +154,7 @@ class CoreModelsExportOperator(BaseOperator):
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
         if positive_number(self.stale_tolerance) is None:
             raise AirflowException(f"stale_tolerance must be a positive number, got {self.stale_tolerance!r}")
+        retention = operator_retention(self.history_keep, self.history_max_age_days)
         uris = self.sinks.split(",") if isinstance(self.sinks, str) else list(self.sinks)
         uris = [uri.strip() for uri in uris if uri.strip()]
         if not uris:
@@ -156,7 +166,11 @@ class CoreModelsExportOperator(BaseOperator):
             waivers = self._waivers()
             retry = RetryPolicy()
             sinks = open_sinks(
-                uris, sink_conn_id=self.sink_conn_id, coremodels_conn_id=self.coremodels_conn_id, retry=retry
+                uris,
+                sink_conn_id=self.sink_conn_id,
+                coremodels_conn_id=self.coremodels_conn_id,
+                retry=retry,
+                retention=retention,
             )
             with self.hook.get_conn(retry) as client, pushed_anyway() as pushed:
                 self._client = client
@@ -199,6 +213,16 @@ def operator_waivers(value: str | Sequence[Mapping[str, Any]] | None) -> tuple[W
 
         return read_waivers(value)
     return waivers_from_value(value)
+
+
+def operator_retention(keep: int, max_age_days: float | None) -> Retention:
+    """An operator's ``history_keep`` and ``history_max_age_days``, checked before anything is captured."""
+    from airflow_provider_coremodels.sinks.history import Retention
+
+    try:
+        return Retention(keep, max_age_days)
+    except ValueError as exc:
+        raise AirflowException(str(exc)) from None
 
 
 def log_document(log: Any, document: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from airflow_provider_coremodels.operators.export import (
     fail_on_findings,
     fail_on_sinks,
     log_document,
+    operator_retention,
     operator_waivers,
     pushed_anyway,
 )
@@ -48,6 +49,9 @@ class CoreModelsMergeOperator(BaseOperator):
     :param waivers: a waiver file's path or the waivers themselves, as for the export operator.
     :param stale_tolerance: as for the export operator.
     :param max_snapshot_bytes: the snapshot cap.
+    :param history_keep: as for the export operator: the newest entries of the sinks' ``history/``
+        to keep (0 keeps all).
+    :param history_max_age_days: as for the export operator.
     """
 
     template_fields: Sequence[str] = (
@@ -72,6 +76,8 @@ class CoreModelsMergeOperator(BaseOperator):
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
         stale_tolerance: float = defaults.STALE_TOLERANCE,
         max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
+        history_keep: int = 0,
+        history_max_age_days: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -84,6 +90,8 @@ class CoreModelsMergeOperator(BaseOperator):
         self.waivers = waivers
         self.stale_tolerance = stale_tolerance
         self.max_snapshot_bytes = max_snapshot_bytes
+        self.history_keep = history_keep
+        self.history_max_age_days = history_max_age_days
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_coremodels.export import open_sinks
@@ -91,11 +99,13 @@ class CoreModelsMergeOperator(BaseOperator):
 
         if self.fail_on not in FAIL_ON:
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
+        retention = operator_retention(self.history_keep, self.history_max_age_days)
         try:
             sinks = open_sinks(
                 _listed(self.sinks),
                 sink_conn_id=self.sink_conn_id,
                 coremodels_conn_id=self.coremodels_conn_id,
+                retention=retention,
             )
             with pushed_anyway() as pushed:
                 pushed.result = merge_and_push(

@@ -18,7 +18,8 @@ class SinkResult:
     or expired, freshness changed), so the document was stored again. ``sent``: how many events a
     sink that sends events rather than the document (OpenLineage) handed to its transport; None
     for the others. ``error``: why the push failed (one line naming the sink, no secret); the
-    other sinks were pushed all the same.
+    other sinks were pushed all the same. ``removed``: the history entries the sink's retention
+    rule removed after the push.
     """
 
     sink: str
@@ -28,6 +29,7 @@ class SinkResult:
     findings_changed: bool = False
     sent: int | None = None
     error: str | None = None
+    removed: list[str] = field(default_factory=list)
 
     @classmethod
     def failed(cls, sink: str, error: str) -> SinkResult:
@@ -45,16 +47,22 @@ class SinkResult:
             out["sent"] = self.sent
         if self.error is not None:
             out["error"] = self.error
+        if self.removed:
+            out["historyRemoved"] = list(self.removed)
         return out
 
     def said(self) -> str:
         """What a summary line says of this push: ``written``, ``unchanged``, ``sent N events`` or
-        ``failed``."""
+        ``failed``, and ``; N history entries removed`` when retention removed some."""
         if self.error is not None:
             return "failed"
         if self.sent is not None:
             return f"sent {self.sent} event{'' if self.sent == 1 else 's'}"
-        return "unchanged" if self.unchanged else "written"
+        said = "unchanged" if self.unchanged else "written"
+        if self.removed:
+            count = len(self.removed)
+            said += f"; {count} history entr{'y' if count == 1 else 'ies'} removed"
+        return said
 
 
 class Sink(abc.ABC):

@@ -9,16 +9,19 @@ An unchanged fingerprint with unchanged findings writes nothing and is reported 
 the same fingerprint with other findings (a waiver added or expired, an asset gone stale) is
 stored again, so ``latest.json`` never shows findings that no longer hold. A document over the
 snapshot cap goes to history without datasets and lineage, and ``latest.json`` (the baseline
-for coverage and drift) is left as it was.
+for coverage and drift) is left as it was. With a ``Retention`` rule, every push then removes the
+history entries the rule no longer keeps (never the newest one, nor ``latest.json``'s twin).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import stat
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +34,20 @@ from airflow_provider_coremodels.core.document import (
     for_storage,
     stored_version,
 )
+from airflow_provider_coremodels.core.freshness import parse_time
+from airflow_provider_coremodels.core.history import summarize
 from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError
 from airflow_provider_coremodels.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
-from airflow_provider_coremodels.sinks.layout import HISTORY, LATEST, history_name
+from airflow_provider_coremodels.sinks.history import Retention, fresh, twin_of
+from airflow_provider_coremodels.sinks.layout import (
+    HISTORY,
+    HISTORY_ENTRY,
+    LATEST,
+    history_name,
+    newest_first,
+)
 
 log = scrubbed_logger(__name__)
 
@@ -50,9 +62,10 @@ class DirectorySink(Sink):
     #: What the store raises when it fails: reported as a SinkError naming the sink.
     store_errors: tuple[type[Exception], ...] = (OSError,)
 
-    def __init__(self, root: Any, uri: str) -> None:
+    def __init__(self, root: Any, uri: str, *, retention: Retention | None = None) -> None:
         self.root = root
         self.uri = uri
+        self.retention = retention or Retention()
 
     def read_baseline(self) -> bytes | None:
         """The stored ``latest.json``, within the bound every stored document is read within."""
@@ -75,9 +88,19 @@ class DirectorySink(Sink):
             raise SinkError(f"sink {self.uri}: {exc}") from None
 
     def _push(self, document: Document) -> SinkResult:
-        fingerprint = document["fingerprint"]
         stored_doc = _stored(self.read_baseline())
         held = _version_of(stored_doc)
+        result = self._store(document, stored_doc, held)
+        if not self.retention.active:
+            return result
+        # latest.json's twin: the entry just written when it replaced latest.json, else the one
+        # holding what latest.json held before (and still holds)
+        twin = Path(result.written[0]).name if result.baseline_replaced else None
+        removed = self._retain(document, twin, held)
+        return dataclasses.replace(result, removed=removed) if removed else result
+
+    def _store(self, document: Document, stored_doc: dict[str, Any] | None, held: str | None) -> SinkResult:
+        fingerprint = document["fingerprint"]
         if held == stored_version(document):
             if _updates(stored_doc) != _updates(document) and document.get("snapshotStored", True):
                 # Same estate, same findings, newer asset updates: latest.json learns them (its
@@ -109,7 +132,74 @@ class DirectorySink(Sink):
             findings_changed=findings_changed,
         )
 
+    def _retain(self, document: Document, twin: str | None, held: str | None) -> list[str]:
+        """Remove the history entries the retention rule no longer keeps; what was removed.
+
+        Measured from the pushed document's capture time (a re-run judges as the first run did).
+        An entry that cannot be removed is a warning, not a failed push: the document is stored.
+        """
+        names = self._history_names()
+        if twin is None and held is not None:
+            estate = f"-{held.partition('-')[0]}"  # only the entries of latest.json's estate may be it
+            twin = twin_of(newest_first(n for n in names if estate in n), held, self._entry_version)
+        captured = (document.get("state") or {}).get("capturedAt")
+        try:
+            now = parse_time(captured) if isinstance(captured, str) else datetime.now(timezone.utc)
+        except ValueError:
+            now = datetime.now(timezone.utc)
+        removed = []
+        for name in self.retention.plan(names, protect={twin} if twin else set(), now=now):
+            try:
+                if self._remove_entry(name):
+                    removed.append(name)
+            except self.store_errors as exc:
+                log.warning("sink %s: retention could not remove %s/%s: %s", self.uri, HISTORY, name, exc)
+        if removed:
+            log.info(
+                "sink %s: removed %d history entr%s (%s): %s",
+                self.uri,
+                len(removed),
+                "y" if len(removed) == 1 else "ies",
+                self.retention.said(),
+                ", ".join(removed),
+            )
+        return [self._entry_location(name) for name in removed]
+
+    def _entry_location(self, name: str) -> str:
+        """Where a history entry is, as the sink's URI names it (an object-storage path's ``str``
+        would carry the connection id before its bucket)."""
+        return f"{self.uri.rstrip('/')}/{HISTORY}/{name}"
+
+    def _entry_version(self, name: str) -> str | None:
+        """``<fingerprint>-<findings digest>`` of a history entry stored whole; None if it is not one."""
+        unusable: tuple[type[Exception], ...] = (
+            Unreadable,
+            SnapshotDocumentError,
+            SinkError,
+            *self.store_errors,
+        )
+        try:
+            summary = summarize(self._read_entry(name))
+        except unusable:
+            return None
+        return summary.version if summary.snapshot_stored else None
+
     # The storage operations, overridden where a store can do better.
+
+    def _history_names(self) -> list[str]:
+        """The names of the history entries there are (those ``HISTORY_ENTRY`` matches)."""
+        try:
+            return [p.name for p in fresh(self.root / HISTORY).iterdir() if HISTORY_ENTRY.match(p.name)]
+        except FileNotFoundError:
+            return []
+
+    def _read_entry(self, name: str) -> bytes:
+        return self._read(self.root / HISTORY / name)
+
+    def _remove_entry(self, name: str) -> bool:
+        with contextlib.suppress(FileNotFoundError):
+            (self.root / HISTORY / name).unlink()
+        return True
 
     def _read(self, path: Any) -> bytes:
         size = getattr(path.stat(), "st_size", None)
@@ -136,8 +226,10 @@ class FileSink(DirectorySink):
     so nothing outside the sink's own files is written or removed.
     """
 
-    def __init__(self, root: str | os.PathLike[str], uri: str | None = None) -> None:
-        super().__init__(Path(root), uri or str(root))
+    def __init__(
+        self, root: str | os.PathLike[str], uri: str | None = None, *, retention: Retention | None = None
+    ) -> None:
+        super().__init__(Path(root), uri or str(root), retention=retention)
         self._dirs: dict[Path, int] = {}  # the root and history/, open while the lock is held
 
     def _read(self, path: Any) -> bytes:
@@ -216,6 +308,48 @@ class FileSink(DirectorySink):
             raise SinkError(f"sink {self.uri}: {path} is not a regular file")
         return fd
 
+    def _history_names(self) -> list[str]:
+        """Regular files only: a symlink or anything else by an entry's name is no entry the sink
+        wrote, and retention leaves it where it is (with a warning)."""
+        dir_fd = self._dirs.get(self.root / HISTORY)
+        if dir_fd is None:
+            return []
+        names = []
+        with os.scandir(dir_fd) as entries:
+            for entry in entries:
+                if not HISTORY_ENTRY.match(entry.name):
+                    continue
+                if entry.is_file(follow_symlinks=False):
+                    names.append(entry.name)
+                else:
+                    log.warning(
+                        "sink %s: %s/%s is not a regular file; retention leaves it",
+                        self.uri,
+                        HISTORY,
+                        entry.name,
+                    )
+        return names
+
+    def _entry_location(self, name: str) -> str:
+        return str(self.root / HISTORY / name)
+
+    def _read_entry(self, name: str) -> bytes:
+        history = self.root / HISTORY
+        fd = self._open(history / name, os.O_RDONLY | os.O_NONBLOCK, dir_fd=self._dirs[history])
+        with os.fdopen(fd, "rb") as handle:
+            return read_limited(handle, os.fstat(fd).st_size, defaults.MAX_DOCUMENT_BYTES)
+
+    def _remove_entry(self, name: str) -> bool:
+        """Unlink one entry through the history descriptor; never a symlink or a non-file."""
+        dir_fd = self._dirs[self.root / HISTORY]
+        try:
+            if not stat.S_ISREG(os.lstat(name, dir_fd=dir_fd).st_mode):
+                return False
+            os.unlink(name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            return False
+        return True
+
     def _sweep(self) -> None:
         """Remove temporary files a killed writer left behind: under the lock, none is in use.
 
@@ -246,10 +380,10 @@ class ObjectStorageSink(DirectorySink):
 
     store_errors = (Exception,)
 
-    def __init__(self, uri: str, conn_id: str | None = None) -> None:
+    def __init__(self, uri: str, conn_id: str | None = None, *, retention: Retention | None = None) -> None:
         from airflow.sdk import ObjectStoragePath
 
-        super().__init__(ObjectStoragePath(uri, conn_id=conn_id), uri)
+        super().__init__(ObjectStoragePath(uri, conn_id=conn_id), uri, retention=retention)
 
     def resolve(self) -> None:
         """Attach the store's filesystem now: a missing provider or package fails here, before any

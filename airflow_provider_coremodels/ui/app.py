@@ -35,6 +35,7 @@ from airflow_provider_coremodels.ui.source import (
     Snapshot,
     read_snapshot,
     read_store,
+    read_trend,
 )
 
 log = logging.getLogger(__name__)
@@ -157,15 +158,20 @@ def snapshot_page(
     depth: Annotated[str | None, Query(max_length=10)] = None,
     fingerprint: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
-    """The page: facts, findings, lossiness and the lineage picture of the latest snapshot (or of
-    the stored one with ``fingerprint``: an export task's link)."""
+    """The page: facts, the history chart, findings, lossiness and the lineage picture of the latest
+    snapshot (or of the stored one with ``fingerprint``: an export task's link)."""
     _require_estate_reader(user)
     found = _snapshot(fingerprint)
     if isinstance(found, Problem):
         return HTMLResponse(render_problem_page(found.title, found.detail, found.fix), found.status)
     try:
         html = render_snapshot_page(
-            found.document, source=found.shown, note=found.note, around=around, depth=depth
+            found.document,
+            source=found.shown,
+            note=found.note,
+            around=around,
+            depth=depth,
+            trend=read_trend(found),
         )
     except Exception:
         log.exception("CoreModels page: rendering %s failed", found.shown)

@@ -16,7 +16,7 @@ import base64
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import Any
 
@@ -34,6 +34,7 @@ from airflow_provider_coremodels.core.render import (
     severity_counts,
     subject_text,
 )
+from airflow_provider_coremodels.core.trend import Trend, TrendPoint, summary, trend_svg
 
 #: Over this many nodes the picture is not drawn: past a few hundred boxes it is unreadable
 #: (and slow to lay out), and a neighbourhood (``?around=``) is what a person needs anyway.
@@ -57,6 +58,17 @@ class Lineage:
     depth: int = DEFAULT_DEPTH
 
 
+@dataclass(frozen=True)
+class History:
+    """What the history section shows: the chart and its entries, or a message saying why not."""
+
+    svg: Markup | None = None
+    summary: str | None = None
+    message: str | None = None
+    error: str | None = None
+    rows: tuple[dict[str, Any], ...] = ()
+
+
 def render_snapshot_page(
     document: Mapping[str, Any],
     *,
@@ -64,8 +76,10 @@ def render_snapshot_page(
     note: str | None = None,
     around: str | None = None,
     depth: str | None = None,
+    trend: Trend | None = None,
 ) -> str:
-    """The page for one snapshot document; ``around``/``depth`` are the raw query parameters."""
+    """The page for one snapshot document; ``around``/``depth`` are the raw query parameters;
+    ``trend`` the open findings over the sink's history (None: a document named by itself)."""
     state = _mapping(document.get("state"))
     facts = _mapping(state.get("facts"))
     counts = _mapping(state.get("counts"))
@@ -101,6 +115,7 @@ def render_snapshot_page(
         codes=sorted({f["code"] for f in findings}),
         lossiness=[_lossiness(r) for r in _list(document.get("lossiness")) if isinstance(r, Mapping)],
         lineage=_lineage(document, around, depth),
+        history=_history(trend),
     )
 
 
@@ -225,6 +240,54 @@ def _lineage(document: Mapping[str, Any], around: str | None, depth_raw: str | N
         svg=Markup(to_svg(shown)),  # to_svg escapes every label itself
         summary=(f"Around {around!r}, depth {depth}: " if around else "") + shown.summary(),
     )
+
+
+def _history(trend: Trend | None) -> History:
+    if trend is None:
+        return History(
+            message=(
+                "The history is charted when the page reads a sink's directory "
+                "(ui_snapshot_dir): a snapshot document named by itself has no history/ beside it."
+            )
+        )
+    if trend.problem is not None:
+        return History(error=trend.problem)
+    if not trend.points:
+        return History(
+            message="history/ holds no snapshot yet: the chart begins with the next export that stores one."
+        )
+    said = summary(trend.points)
+    if trend.total > len(trend.points):
+        said += f" The newest {len(trend.points)} of the {trend.total} stored entries are drawn."
+    return History(
+        svg=_trend_svg(trend.points), summary=said, rows=tuple(_row(p) for p in reversed(trend.points))
+    )
+
+
+@lru_cache(maxsize=8)
+def _trend_svg(points: tuple[TrendPoint, ...]) -> Markup:
+    return Markup(trend_svg(points))  # trend_svg escapes every text itself
+
+
+def _row(point: TrendPoint) -> dict[str, Any]:
+    counts = dict(point.open)
+    notes = [
+        note
+        for note, on in (
+            ("latest.json", point.latest),
+            ("findings only", point.findings_only),
+            ("over the cap", point.over_the_cap),
+        )
+        if on
+    ]
+    return {
+        "captured_at": point.captured_at,
+        "fingerprint": point.fingerprint,
+        "counts": [counts.get(s, 0) for s in ("Error", "Warning", "Info")],
+        "waived": point.waived,
+        "problem": point.problem,
+        "notes": ", ".join(notes),
+    }
 
 
 # -- the templates, the CSS and the script: package data -----------------------------------

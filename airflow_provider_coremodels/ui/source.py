@@ -10,17 +10,21 @@ within the one bound every stored document is read within.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.document import load_document
+from airflow_provider_coremodels.core.document import load_document, stored_version
+from airflow_provider_coremodels.core.trend import Trend, TrendPoint
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 from airflow_provider_coremodels.input_files import Unreadable, read_bounded, read_limited
-from airflow_provider_coremodels.sinks.layout import HISTORY, HISTORY_ENTRY, LATEST
+from airflow_provider_coremodels.sinks.history import Entry, fresh, list_history, open_history
+from airflow_provider_coremodels.sinks.layout import HISTORY, HISTORY_ENTRY, LATEST, newest_first, stamp_text
 
 #: The configuration the page reads: ``[coremodels] ui_snapshot_dir`` (a path or an
 #: object-storage URI) and ``ui_snapshot_conn_id`` (the connection of that store).
@@ -63,12 +67,18 @@ class Problem:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A snapshot document read from ``path``; ``note`` explains a choice the reader should know."""
+    """A snapshot document read from ``path``; ``note`` explains a choice the reader should know.
+
+    ``root`` is the sink directory it was found in (None for a document named by itself), whose
+    ``history/`` the page charts; ``version`` is the document's ``<fingerprint>-<findings digest>``.
+    """
 
     document: dict[str, Any]
     path: Any  # a Path, or an object-storage path: str() of either is its location
     raw: bytes
     note: str | None = None
+    root: Any = None
+    version: str | None = None
 
     @property
     def shown(self) -> str:
@@ -153,14 +163,15 @@ def _read_directory(root: Any, fingerprint: str | None = None) -> Snapshot | Pro
     found = _latest_of(root)
     if not fingerprint or isinstance(found, Problem) or found.document.get("fingerprint") == fingerprint:
         return found
-    names = [name for name in _history_names(root / HISTORY) if _fingerprint_of(name) == fingerprint]
+    linked_names = [name for name in _history_names(root / HISTORY) if _fingerprint_of(name) == fingerprint]
+    names = newest_first(linked_names, limit=1)
     if not names:
         note = (
             f"No stored snapshot has the fingerprint {fingerprint} (the link's): history retention "
             f"may have removed it, or it was stored elsewhere. This is the latest one."
         )
         return _with_note(found, note)
-    linked = _read_file(root / HISTORY / max(names))
+    linked = _read_file(root / HISTORY / names[0])
     if isinstance(linked, Problem):
         return linked
     note = (
@@ -193,8 +204,9 @@ def _latest_of(root: Any) -> Snapshot | Problem:
         return _read_file(
             newest,
             note=f"{shown(root / LATEST)} does not exist: showing the newest entry of {HISTORY}/ instead.",
+            root=root,
         )
-    snapshot = _read_file(latest)
+    snapshot = _read_file(latest, root=root)
     if isinstance(snapshot, Problem) or newest is None:
         return snapshot
     match = HISTORY_ENTRY.match(newest.name)
@@ -209,6 +221,7 @@ def _latest_of(root: Any) -> Snapshot | Problem:
                 f"lineage, so it did not replace {LATEST} (fingerprint "
                 f"{snapshot.document.get('fingerprint')}), which stays the baseline."
             ),
+            root=root,
         )
         # Only a document over the cap stays out of latest.json: a newer-looking entry that holds
         # its datasets (a capture time in the future, say) is no reason to show it instead.
@@ -234,16 +247,18 @@ def _stamp(document: dict[str, Any]) -> str:
 
 
 def _history_names(history: Any) -> list[str]:
-    """The names of the history entries (only names the sinks write); none without a history."""
+    """The names in ``history/`` (names only: no path object per entry); none without a history."""
     try:
-        return [entry.name for entry in history.iterdir() if HISTORY_ENTRY.match(entry.name)]
+        if isinstance(history, Path):
+            return os.listdir(history)
+        return [entry.name for entry in fresh(history).iterdir()]
     except OSError:
         return []  # no history (yet): latest.json alone is enough
 
 
 def _newest_history_entry(history: Any) -> Any:
-    names = _history_names(history)
-    return history / max(names) if names else None
+    names = newest_first(_history_names(history), limit=1)
+    return history / names[0] if names else None
 
 
 def _unreadable(path: Any, exc: OSError) -> Problem:
@@ -281,13 +296,13 @@ def _read_bytes(path: Any, size: int | None) -> bytes:
         return read_limited(handle, size, defaults.MAX_DOCUMENT_BYTES)
 
 
-def _read_file(path: Any, note: str | None = None) -> Snapshot | Problem:
+def _read_file(path: Any, note: str | None = None, root: Any = None) -> Snapshot | Problem:
     try:
         info = path.stat()
         key = _version(info)
         with _cache_lock:
             cached = _cache.get(str(path))
-        if cached is not None and cached[0] == key:
+        if cached is not None and cached[0] == key and cached[1].root == root:
             snapshot = cached[1]
         else:
             try:  # the bound every stored document is read within
@@ -302,13 +317,79 @@ def _read_file(path: Any, note: str | None = None) -> Snapshot | Problem:
             problem = _validate(path, raw)
             if problem is not None:
                 return problem
-            snapshot = Snapshot(json.loads(raw), path, raw)
+            document = json.loads(raw)
+            snapshot = Snapshot(document, path, raw, root=root, version=_stored_version(document))
             with _cache_lock:
                 _cache.clear()
                 _cache[str(path)] = (key, snapshot)
     except OSError as exc:
         return _unreadable(path, exc)
-    return Snapshot(snapshot.document, snapshot.path, snapshot.raw, note) if note else snapshot
+    return dataclasses.replace(snapshot, note=note) if note else snapshot
+
+
+def _stored_version(document: Any) -> str | None:
+    try:
+        return stored_version(document)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None  # a document load_document accepted, with findings it cannot digest
+
+
+# -- the chart of the history ---------------------------------------------------------------
+
+#: How many of the newest history entries the page's chart draws.
+TREND_ENTRIES = 90
+
+# The chart of each sink, kept while the newest entries and what the page shows are the same.
+_trend_lock = threading.Lock()
+_trends: dict[str, tuple[Any, Trend]] = {}
+
+
+def read_trend(snapshot: Snapshot, limit: int = TREND_ENTRIES) -> Trend | None:
+    """The open findings of the newest ``limit`` entries of the snapshot's ``history/``; None for a
+    document named by itself (no history beside it).
+
+    Each entry is read (within the one bound) and summarized once, and again only when it changes
+    (a stat per entry locally; in object storage, where names are written once, only new names).
+    The entry the page shows is marked: ``latest.json``'s twin, or the history entry itself.
+    """
+    root = snapshot.root
+    if root is None:
+        return None
+    location = shown(root)
+    reader = open_history(root, location)
+    shows_latest = getattr(snapshot.path, "name", None) == LATEST
+    try:
+        with reader.opened():
+            names = newest_first(reader.names(), limit=limit)
+            key = (tuple((name, reader.version(name)) for name in names), shows_latest, snapshot.version)
+            with _trend_lock:
+                cached = _trends.get(location)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            listing = list_history(
+                reader, limit=limit, latest_version=snapshot.version if shows_latest else None
+            )
+    except Exception as exc:  # a store's own errors, an unreadable directory: the chart says so
+        return Trend(problem=f"{location}/{HISTORY}/ cannot be listed: {_one_line(exc)}")
+    marked = None if shows_latest else getattr(snapshot.path, "name", None)
+    trend = Trend(tuple(_point(e, marked) for e in reversed(listing.entries)), listing.total)
+    with _trend_lock:
+        _trends[location] = (key, trend)
+    return trend
+
+
+def _point(entry: Entry, marked: str | None) -> TrendPoint:
+    summary = entry.summary
+    return TrendPoint(
+        captured_at=stamp_text(entry.stamp),
+        fingerprint=entry.fingerprint,
+        open=summary.open if summary else (),
+        waived=summary.waived if summary else 0,
+        latest=entry.latest or entry.name == marked,
+        findings_only=entry.findings_only,
+        over_the_cap=entry.over_the_cap,
+        problem=entry.problem,
+    )
 
 
 def _validate(path: Any, raw: bytes) -> Problem | None:

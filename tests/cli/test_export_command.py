@@ -221,3 +221,28 @@ def test_export_sends_its_metrics_where_airflow_sends_its_own(airflow_server, tm
     assert values["af.coremodels.findings.open.prod_eu.Warning"].endswith("|g")  # the dot is no level
     assert values["af.coremodels.findings.resolved.prod_eu"] == "0|g"
     assert values["af.coremodels.capture.duration.prod_eu"].endswith("|ms")
+
+
+def test_history_keep_removes_old_entries_and_says_so(airflow_server, tmp_path: Path) -> None:
+    """A sink with a long history, exported with --history-keep 2: the export stores the live
+    estate, then removes all but the two newest entries, and the export line says how many."""
+    from support.helpers import document_for
+
+    from airflow_provider_coremodels.sinks import FileSink
+
+    sink = tmp_path / "out"
+    for day in range(1, 5):  # four older estates, one a day
+        dags = [
+            {"dag_id": f"old_{i}", "description": "d", "owners": ["o"], "is_paused": False}
+            for i in range(day)
+        ]
+        doc = document_for(dags, {d["dag_id"]: [] for d in dags}, [])
+        doc["state"]["capturedAt"] = f"2026-11-0{day}T06:00:00Z"
+        FileSink(sink).push(doc)
+    result = export(airflow_server, "--sink", str(sink), "--history-keep", "2")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith(f"{sink} (written; 3 history entries removed)")
+    names = sorted(p.name for p in (sink / "history").iterdir())
+    assert len(names) == 2 and names[0].startswith("20261104T060000Z-")
+    latest = json.loads((sink / "latest.json").read_bytes())
+    assert names[1].endswith(f"-{latest['fingerprint']}.json")

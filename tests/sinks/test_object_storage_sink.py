@@ -25,10 +25,12 @@ from moto import settings as moto_settings
 from support.helpers import document_for
 from support.s3_server import BUCKET, SECRETS, S3Store, aws_connection, new_conn_id, running_s3
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.document import encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import ObjectStorageSink
+from airflow_provider_coremodels.sinks.history import Retention, StoreHistory, list_history
 
 CAPTURED_AT = "2026-11-29T06:00:00Z"
 LATER = "2026-11-30T06:00:00Z"
@@ -222,6 +224,59 @@ def test_over_the_cap_on_the_first_push_leaves_no_baseline(s3: Store, prefix: st
     assert result.baseline_replaced is False
     assert s3.keys(prefix) == [history_key(prefix, capped)]
     assert sink.read_baseline() is None
+
+
+# -- history: listed back, and kept within its retention ----------------------------------
+
+
+def test_the_history_lists_back_what_the_store_holds(s3: Store, prefix: str, monkeypatch) -> None:
+    sink = s3.sink(prefix)
+    docs = [
+        estate("load_orders", captured_at="2026-11-27T06:00:00Z"),
+        estate("load_orders", "daily_revenue", captured_at="2026-11-28T06:00:00Z"),
+        estate(
+            "load_orders", "daily_revenue", "x", captured_at="2026-11-29T06:00:00Z", max_snapshot_bytes=100
+        ),
+    ]
+    for doc in docs:
+        sink.push(doc)
+    s3.server.put(f"{prefix}/history/20261130T060000Z-{'e' * 16}.json", b"{damaged")
+    s3.server.put(f"{prefix}/history/notes.txt", b"not an entry")
+    reader = StoreHistory(sink.root, sink.uri)
+    listing = list_history(reader)
+    assert listing.total == 4 and listing.location == f"s3://{BUCKET}/{prefix}"
+    damaged, *stored = listing.entries
+    assert damaged.summary is None and damaged.problem.startswith("is not valid JSON")
+    assert [e.fingerprint for e in stored] == [d["fingerprint"] for d in docs[::-1]]
+    assert [e.over_the_cap for e in stored] == [True, False, False]
+    assert [e.latest for e in stored] == [False, True, False]  # latest.json holds the second
+    assert stored[1].location == f"s3://{BUCKET}/{history_key(prefix, docs[1])}"
+    assert_no_secret(json.dumps(listing.as_dict()))
+    # an object over the bound is refused on its size, not read
+    monkeypatch.setattr(defaults, "MAX_DOCUMENT_BYTES", 64)
+    fresh = StoreHistory(s3.sink(prefix).root, f"{sink.uri}/again")  # another location: no cached summaries
+    assert all(e.problem and "over the 64-byte limit" in e.problem for e in list_history(fresh).entries[1:])
+
+
+def test_retention_removes_old_history_objects_and_keeps_the_twin(s3: Store, prefix: str) -> None:
+    sink = ObjectStorageSink(f"s3://{BUCKET}/{prefix}", conn_id=s3.conn_id, retention=Retention(keep=2))
+    whole = [estate("a", captured_at=f"2026-11-{day}T06:00:00Z") for day in (24,)] + [
+        estate("a", *(f"d{i}" for i in range(day - 24)), captured_at=f"2026-11-{day}T06:00:00Z")
+        for day in (25, 26, 27)
+    ]
+    results = [sink.push(doc) for doc in whole]
+    assert [len(r.removed) for r in results] == [0, 0, 1, 1]
+    assert s3.keys(prefix) == sorted([*(history_key(prefix, d) for d in whole[2:]), f"{prefix}/latest.json"])
+    over = [estate("a", "big", f"b{day}", captured_at=f"2026-11-{day}T06:00:00Z", max_snapshot_bytes=100)
+            for day in (28, 29, 30)]  # fmt: skip
+    for doc in over:
+        sink.push(doc)
+    # keep 2: the newest, and the one before it... but latest.json's twin stays too
+    assert s3.keys(prefix) == sorted(
+        [history_key(prefix, over[-1]), history_key(prefix, over[-2]), history_key(prefix, whole[-1]),
+         f"{prefix}/latest.json"]
+    )  # fmt: skip
+    assert results[2].removed == [f"s3://{BUCKET}/{history_key(prefix, whole[0])}"]
 
 
 # -- opening -------------------------------------------------------------------------------

@@ -75,6 +75,24 @@ def test_a_configured_directory_is_shown(client: TestClient, exported: Path) -> 
     page = client.get("/", params={"around": "load_orders", "depth": "1"})
     assert page.status_code == 200 and "Around &#39;load_orders&#39;, depth 1" in page.text
     assert client.get("/snapshot.json").content == (exported / "latest.json").read_bytes()
+    # and its history, charted inline
+    assert page.text.count('<svg xmlns="http://www.w3.org/2000/svg" class="coremodels-trend"') == 1
+    assert "Open findings over 1 stored snapshot, 2026-11-29T06:00:00Z: 4 in the newest" in page.text
+
+
+def test_a_history_that_cannot_be_read_costs_the_page_nothing_else(
+    client: TestClient, exported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unforeseen failure listing history/ is said in the chart's place; the rest of the page stands."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("listing failed")
+
+    monkeypatch.setattr("airflow_provider_coremodels.ui.source.list_history", broken)
+    page = client.get("/")
+    assert page.status_code == 200
+    assert "history/ cannot be listed: RuntimeError: listing failed" in page.text
+    assert "coremodels-lineage" in page.text and "coremodels-trend" not in page.text
 
 
 def test_a_role_that_cannot_read_every_dag_is_refused(

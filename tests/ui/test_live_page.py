@@ -32,6 +32,11 @@ PAGE = "/coremodels/"
 WAIVER = {
     "code": "dag-no-description", "subject": "legacy_*", "reason": "retired in Q1", "expires": "2099-12-31",
 }  # fmt: skip
+#: What an earlier export waived besides (a history of changing findings for the chart).
+EARLIER = [
+    {"code": "dag-no-owner", "subject": "legacy_*", "reason": "ops owned it then"},
+    {"code": "paused-producer", "subject": "*", "reason": "migrating then"},
+]
 
 VISIBLE_ROWS = """Array.from(document.querySelectorAll("#findings tbody tr.finding"))
   .filter((row) => row.getClientRects().length > 0)
@@ -46,6 +51,7 @@ class Live:
     token: str
     before_export: requests.Response
     document: dict[str, Any]
+    exports: list[dict[str, Any]]  # every export's document, the last one ``document``
 
     def get(self, path: str, **kwargs: Any) -> requests.Response:
         return requests.get(f"{self.server.base_url}{path}", timeout=30, **kwargs)
@@ -65,22 +71,27 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         before = requests.get(
             f"{server.base_url}{PAGE}", headers={"Authorization": f"Bearer {token}"}, timeout=30
         )
-        waivers = root / "waivers.json"
-        waivers.write_text(json.dumps([WAIVER]))
-        export = subprocess.run(
-            [
-                sys.executable, "-m", "airflow_provider_coremodels", "export",
-                "--base-url", server.base_url, "--username", server.username,
-                "--password-env", "COREMODELS_UI_TEST_PASSWORD",
-                "--sink", str(snapshot_dir), "--waivers", str(waivers), "--format", "json",
-            ],
-            env={**os.environ, "COREMODELS_UI_TEST_PASSWORD": server.password},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )  # fmt: skip
-        assert export.returncode == 0, export.stderr
-        yield Live(server, snapshot_dir, token, before, json.loads(export.stdout))
+        # Three exports of the same estate, each with other waivers: three entries in history/, their
+        # open findings 4, 1 and 3 (the last, with WAIVER, is what the page shows).
+        exports = []
+        for name, waived in (("none", []), ("most", [*EARLIER, WAIVER]), ("one", [WAIVER])):
+            waivers = root / f"waivers-{name}.json"
+            waivers.write_text(json.dumps(waived))
+            export = subprocess.run(
+                [
+                    sys.executable, "-m", "airflow_provider_coremodels", "export",
+                    "--base-url", server.base_url, "--username", server.username,
+                    "--password-env", "COREMODELS_UI_TEST_PASSWORD",
+                    "--sink", str(snapshot_dir), "--waivers", str(waivers), "--format", "json",
+                ],
+                env={**os.environ, "COREMODELS_UI_TEST_PASSWORD": server.password},
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )  # fmt: skip
+            assert export.returncode == 0, export.stderr
+            exports.append(json.loads(export.stdout))
+        yield Live(server, snapshot_dir, token, before, exports[-1], exports)
 
 
 def open_page(browser: Browser, live: Live, path: str = PAGE) -> int | None:
@@ -176,6 +187,38 @@ def test_a_person_sees_the_snapshot_and_filters_its_findings(browser: Browser, l
     assert browser.exceptions == []
     assert not [line for line in browser.console if "Content Security Policy" in line]
     browser.screenshot(ARTIFACTS / "coremodels-page.png")
+
+
+def test_the_chart_draws_the_open_findings_of_every_stored_snapshot(browser: Browser, live: Live) -> None:
+    """Three exports stored three entries (the same estate, other waivers): a bar each, as tall as
+    its open findings, the one shown marked; drawn inline, so the strict CSP has nothing to refuse."""
+    opened = [sum(1 for f in doc["findings"] if not f.get("waived")) for doc in live.exports]
+    assert opened == [4, 1, 3]  # the waivers did what they say, or this test shows nothing
+    assert len(list((live.snapshot_dir / "history").iterdir())) == 3
+    assert open_page(browser, live) == 200
+    entries = 'Array.from(document.querySelectorAll("svg.coremodels-trend g.entry"))'
+    bars = browser.evaluate(
+        f'{entries}.map((g) => [Number(g.dataset.open), g.classList.contains("is-latest")])'
+    )
+    assert bars == [[4, False], [1, False], [3, True]]
+    heights = browser.evaluate(
+        f"{entries}.map((g) => Array.from(g.querySelectorAll('rect.sev'))"
+        ".reduce((h, r) => h + r.getBoundingClientRect().height, 0))"
+    )
+    assert heights[0] > heights[2] > heights[1] > 0  # drawn in proportion
+    assert heights[0] / heights[1] == pytest.approx(4, rel=0.05)
+    summary = browser.evaluate('document.getElementById("history-summary").innerText')
+    assert summary.startswith("Open findings over 3 stored snapshots, from ")
+    assert ": 3 in the newest, at most 4." in summary
+    browser.click("#history-entries summary")
+    rows = browser.evaluate(
+        'Array.from(document.querySelectorAll("#history-entries tr.history-entry")).map((r) => r.innerText)'
+    )
+    assert [row.split("\t")[1] for row in rows] == [live.document["fingerprint"]] * 3
+    assert rows[0].split("\t")[-1] == "latest.json, findings only"
+    assert browser.exceptions == []
+    assert not [line for line in browser.console if "Content Security Policy" in line]
+    browser.screenshot(ARTIFACTS / "coremodels-trend.png", selector="#history")
 
 
 def test_clicking_a_node_draws_its_neighbourhood(browser: Browser, live: Live) -> None:

@@ -17,6 +17,7 @@ from support.helpers import document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document
 from airflow_provider_coremodels.core.document import for_storage
+from airflow_provider_coremodels.core.trend import Trend, TrendPoint
 from airflow_provider_coremodels.ui.page import (
     CONTENT_SECURITY_POLICY,
     DEFAULT_DEPTH,
@@ -334,3 +335,56 @@ def test_the_asset_estate_shows_conflicts_lossiness_and_how_edges_were_learned()
         "Asset model: 3 edges through Asset.ref, 2 edges through aliases, 1 edge from a task inlet, "
         "1 watched asset, 2 asset conflicts." in page.text
     )
+
+
+# -- the history chart ----------------------------------------------------------------------
+
+
+def trend_points(*totals: int) -> tuple[TrendPoint, ...]:
+    return tuple(
+        TrendPoint(
+            f"2026-11-{day:02d}T06:00:00Z", f"{day:016x}", (("Warning", total),), latest=day == len(totals)
+        )
+        for day, total in enumerate(totals, start=1)
+    )
+
+
+def test_the_history_chart_is_drawn_inline_with_its_entries() -> None:
+    points = trend_points(4, 6, 3)
+    html = render_snapshot_page(
+        recorded_document(), source="/data/x/latest.json", trend=Trend(points, total=12)
+    )
+    page = _Page(html)
+    [svg] = page.find("svg", **{"class": "coremodels-trend", "role": "img"})
+    assert svg["aria-label"].startswith("Open findings over 3 stored snapshots")
+    assert "The newest 3 of the 12 stored entries are drawn." in page.text
+    groups = [a for t, a in page.tags if t == "g" and "entry" in (a.get("class") or "")]
+    assert [g["data-open"] for g in groups] == ["4", "6", "3"]
+    rows = [a for t, a in page.tags if t == "tr" and a.get("class") == "history-entry"]
+    assert len(rows) == 3  # the entries, newest first, as a table beside the picture
+    newest = page.text.index("2026-11-03T06:00:00Z 0000000000000003 0 3 0 0 latest.json")
+    assert newest < page.text.index("2026-11-01T06:00:00Z 0000000000000001 0 4 0 0")
+    # drawn without a script or a request: the page's one script, the same CSP
+    assert (
+        len(page.scripts) == 1
+        and "<image" not in html
+        and "href=" not in html.partition('class="chart"')[2][:3000]
+    )
+    assert render_snapshot_page(recorded_document(), source="x").count("<script") == html.count("<script")
+
+
+@pytest.mark.parametrize(
+    ("trend", "shown"),
+    [
+        (None, "The history is charted when the page reads a sink's directory"),
+        (Trend(), "history/ holds no snapshot yet"),
+        (
+            Trend(problem="s3://b/p/history/ cannot be listed: AccessDenied"),
+            "s3://b/p/history/ cannot be listed",
+        ),
+    ],
+)
+def test_without_a_history_the_section_says_why(trend: Trend | None, shown: str) -> None:
+    page = render(recorded_document(), trend=trend)
+    assert shown in page.text
+    assert page.find("svg", **{"class": "coremodels-trend"}) == []

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.helpers import recorded_estate
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import audit, build_document
+from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.sinks.directory import FileSink
-from airflow_provider_coremodels.ui.source import HISTORY, LATEST, Problem, Snapshot, read_snapshot
+from airflow_provider_coremodels.ui.source import (
+    HISTORY,
+    LATEST,
+    Problem,
+    Snapshot,
+    read_snapshot,
+    read_trend,
+)
 
 
 def document(captured_at: str, **kwargs: Any) -> dict[str, Any]:
@@ -166,3 +176,111 @@ def test_an_unreadable_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         latest.chmod(0o644)
     assert found.status == 500 and found.title == "The snapshot cannot be read"
     assert "Permission denied" in found.detail
+
+
+# -- the chart of the history ---------------------------------------------------------------
+
+
+def waived_document(captured_at: str, *codes: str) -> dict[str, Any]:
+    """The recorded estate, its findings of ``codes`` waived: the same estate, other findings."""
+    estate = recorded_estate()
+    waivers = [Waiver(code, "*", "accepted") for code in codes]
+    doc = build_document(estate, audit(estate, waivers=waivers))
+    doc["state"]["capturedAt"] = captured_at
+    return doc
+
+
+def open_counts(doc: dict[str, Any]) -> dict[str, int]:
+    return dict(Counter(f["severity"] for f in doc["findings"] if not f.get("waived")))
+
+
+def exported(root: Path) -> list[dict[str, Any]]:
+    docs = [
+        waived_document("2026-11-25T06:00:00Z"),
+        waived_document("2026-11-26T06:00:00Z", "paused-producer"),
+        waived_document("2026-11-27T06:00:00Z", "paused-producer", "dag-no-owner"),
+    ]
+    for doc in docs:
+        assert FileSink(root).push(doc).unchanged is False
+    return docs
+
+
+def test_the_chart_reads_the_history_the_sink_wrote(tmp_path: Path) -> None:
+    docs = exported(tmp_path)
+    trend = read_trend(snapshot(tmp_path))
+    assert trend is not None and (trend.total, trend.problem) == (3, None)
+    assert [p.captured_at for p in trend.points] == [d["state"]["capturedAt"] for d in docs]
+    assert [dict(p.open) for p in trend.points] == [open_counts(d) for d in docs]
+    assert [p.latest for p in trend.points] == [False, False, True]
+    assert [p.findings_only for p in trend.points] == [False, True, True]
+
+
+def test_the_chart_marks_the_newer_snapshot_over_the_cap_the_page_shows(tmp_path: Path) -> None:
+    docs = exported(tmp_path)
+    over = document("2026-11-28T06:00:00Z", max_snapshot_bytes=100)
+    over["fingerprint"] = "0123456789abcdef"
+    FileSink(tmp_path).push(over)
+    found = snapshot(tmp_path)
+    assert found.path.parent.name == HISTORY  # the page shows the newest entry
+    trend = read_trend(found)
+    assert [(p.latest, p.over_the_cap) for p in trend.points] == [
+        (False, False), (False, False), (False, False), (True, True),
+    ]  # fmt: skip
+    assert len(docs) + 1 == trend.total
+
+
+def test_a_document_named_by_itself_has_no_chart(tmp_path: Path) -> None:
+    (tmp_path / "one.json").write_text(json.dumps(document("2026-11-28T06:00:00Z")))
+    assert read_trend(snapshot(tmp_path / "one.json")) is None
+
+
+def test_unchanged_entries_are_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exported(tmp_path)
+    import airflow_provider_coremodels.sinks.history as history
+
+    calls: list[int] = []
+    real = history.summarize
+
+    def counting(data: bytes) -> Any:
+        calls.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(history, "summarize", counting)
+    first = read_trend(snapshot(tmp_path))
+    assert len(calls) == 3
+    assert read_trend(snapshot(tmp_path)) is first and len(calls) == 3  # cached whole
+    FileSink(tmp_path).push(waived_document("2026-11-28T06:00:00Z"))
+    fourth = read_trend(snapshot(tmp_path))
+    assert len(calls) == 4  # the new entry only
+    assert fourth is not None and fourth.total == 4 and fourth.points[-1].latest
+
+
+def test_the_chart_draws_the_newest_entries_and_says_what_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = exported(tmp_path)
+    (tmp_path / HISTORY / f"20261126T120000Z-{'e' * 16}.json").write_bytes(b"\x00 not a document")
+    trend = read_trend(snapshot(tmp_path), limit=3)
+    assert trend.total == 4 and len(trend.points) == 3
+    assert [p.captured_at for p in trend.points] == [
+        docs[1]["state"]["capturedAt"], "2026-11-26T12:00:00Z", docs[2]["state"]["capturedAt"],
+    ]  # fmt: skip
+    assert trend.points[1].problem.startswith("is not valid JSON") and trend.points[1].open == ()
+    bound = (tmp_path / LATEST).stat().st_size  # latest.json itself fits
+    monkeypatch.setattr(defaults, "MAX_DOCUMENT_BYTES", bound)
+    (tmp_path / HISTORY / f"20261129T060000Z-{'d' * 16}.json").write_bytes(b" " * (bound + 1))
+    newest = read_trend(snapshot(tmp_path), limit=1).points[-1]
+    assert newest.problem == f"is {bound + 1:,} bytes, over the {bound:,}-byte limit"
+
+
+def test_a_history_that_cannot_be_listed_is_said_on_the_chart(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    exported(elsewhere)
+    root = tmp_path / "sink"
+    root.mkdir()
+    (root / LATEST).write_bytes((elsewhere / LATEST).read_bytes())
+    (root / HISTORY).symlink_to(elsewhere / HISTORY)
+    trend = read_trend(snapshot(root))
+    assert trend is not None and trend.points == ()
+    said = f"sink {root}: history/ is a symbolic link; not followed"
+    assert trend.problem == f"{root}/history/ cannot be listed: SinkError: {said}"

@@ -19,7 +19,7 @@ from support.s3_server import BUCKET, SECRETS, S3Store, new_conn_id, running_s3
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import audit, build_document
 from airflow_provider_coremodels.export import open_object_storage
-from airflow_provider_coremodels.ui.source import Problem, Snapshot, read_store
+from airflow_provider_coremodels.ui.source import Problem, Snapshot, read_store, read_trend
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +101,45 @@ def test_a_store_that_refuses_is_a_502_naming_it_without_its_keys(
     assert "ui_snapshot_conn_id" in found.fix
     for secret in SECRETS:
         assert secret not in found.detail + found.fix
+
+
+def test_the_chart_reads_the_history_in_the_store(store) -> None:
+    uri, sink, root = opened(store)
+    docs = [document(f"2026-11-{day}T06:00:00Z") for day in (25, 26, 27)]
+    docs[1]["findings"] = docs[1]["findings"][:1]  # the same estate, fewer findings: stored again
+    for doc in docs:
+        sink.push(doc)
+    store[0].put(f"{uri.split(BUCKET + '/')[1]}/history/20261128T060000Z-{'0' * 16}.json", b"[damaged")
+    found = read_store(root)
+    assert isinstance(found, Snapshot)
+    trend = read_trend(found)
+    assert trend is not None and trend.total == 4, trend
+    assert [p.captured_at for p in trend.points] == [
+        "2026-11-25T06:00:00Z", "2026-11-26T06:00:00Z", "2026-11-27T06:00:00Z", "2026-11-28T06:00:00Z",
+    ]  # fmt: skip
+    assert [sum(n for _, n in p.open) for p in trend.points[:3]] == [len(d["findings"]) for d in docs]
+    assert [p.findings_only for p in trend.points[:3]] == [False, True, True]
+    assert trend.points[-1].problem is not None and trend.points[-1].problem.startswith("is not a snapshot")
+    assert [p.latest for p in trend.points] == [False, False, True, False]
+    assert read_trend(found) is trend  # the listing is unchanged: nothing is read again
+    # an export in another process adds an entry: the next view lists it (no stale cached listing)
+    store[0].put(f"{uri.split(BUCKET + '/')[1]}/history/20261129T060000Z-{'1' * 16}.json", b"{}")
+    assert read_trend(read_store(root)).total == 5
+
+
+def test_a_store_that_refuses_the_listing_is_said_on_the_chart(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri, sink, root = opened(store)
+    sink.push(document("2026-11-29T06:00:00Z"))
+    found = read_store(root)
+    assert isinstance(found, Snapshot)
+    monkeypatch.setattr(moto_settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # every request now refused
+    trend = read_trend(found)
+    monkeypatch.undo()
+    assert trend is not None and trend.points == ()
+    assert trend.problem is not None and trend.problem.startswith(f"{uri}/history/ cannot be listed: ")
+    for secret in SECRETS:
+        assert secret not in trend.problem
+    again = read_trend(found)  # the store answers again: nothing of the refusal was kept
+    assert again is not None and again.problem is None and again.points[0].problem is None
