@@ -26,6 +26,7 @@ from airflow_provider_coremodels.core import (
     load_document,
 )
 from airflow_provider_coremodels.core.document import Document
+from airflow_provider_coremodels.core.policy import Policy
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
 from airflow_provider_coremodels.sinks import FileSink, ObjectStorageSink, Sink, SinkResult
@@ -202,18 +203,27 @@ def export(
     stale_tolerance: float | None = None,
     deployment: str | None = None,
     progress: ProgressCallback | None = None,
+    policy: Policy | None = None,
 ) -> ExportResult:
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink.
 
     Freshness is judged at ``now`` (default: the capture time) with ``stale_tolerance`` (default 2).
-    ``deployment`` names the deployment in the document's state.
+    ``deployment`` names the deployment in the document's state; ``policy`` is the team's rules.
     """
     captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
     estate = captured.estate(include_asset_extra=include_asset_extra)
     if deployment:
         estate = dataclasses.replace(estate, state=dataclasses.replace(estate.state, deployment=deployment))
     baseline, estate, missing = baseline_of(sinks, estate)
-    result = audit(estate, baseline, no_baseline=missing, waivers=waivers, now=now, tolerance=stale_tolerance)
+    result = audit(
+        estate,
+        baseline,
+        no_baseline=missing,
+        waivers=waivers,
+        now=now,
+        tolerance=stale_tolerance,
+        policy=policy,
+    )
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes)
     pushed = [sink.push(document) for sink in sinks]
     return ExportResult(document, captured.summary, pushed)

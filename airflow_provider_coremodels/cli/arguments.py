@@ -60,6 +60,14 @@ WAIVERS = ArgSpec(
         "help": "a YAML or JSON waiver file: the findings it covers are reported as waived, never failing",
     },
 )
+RULES = ArgSpec(
+    ("--rules",),
+    {
+        "metavar": "FILE",
+        "help": "a YAML or JSON rules file: the team's own rules, each a policy-... finding where it "
+        "does not hold (read before anything is captured)",
+    },
+)
 SOURCE_ROOT = ArgSpec(
     ("--source-root",),
     {
@@ -240,6 +248,7 @@ AUDIT_INPUTS = (
     ),
     BASELINE,
     WAIVERS,
+    RULES,
 )
 
 
@@ -388,6 +397,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *SINKS,
             BASELINE,
             WAIVERS,
+            RULES,
             *FRESHNESS,
             FORMAT,
             *OPENLINEAGE,
@@ -424,6 +434,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *SOURCE,
             *SINKS,
             WAIVERS,
+            RULES,
             *FRESHNESS,
             DEPLOYMENT,
             FORMAT,
@@ -460,6 +471,14 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 },
             ),
             WAIVERS,
+            ArgSpec(
+                ("--rules",),
+                {
+                    "metavar": "FILE",
+                    "help": "re-audit the snapshot against this rules file (with --waivers too, if given) "
+                    "instead of serving its stored findings",
+                },
+            ),
         ),
     ),
     CommandSpec(

@@ -22,7 +22,8 @@ from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.input_files import (
     read_artifacts,
     read_baseline,
-    read_stored_estate,
+    read_rules,
+    read_stored,
     read_waivers,
 )
 
@@ -73,8 +74,16 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
             f"{command} takes either --dags (with --tasks and --datasets) or --snapshot, not both"
         )
     waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
+    no_policy = None
     if args.snapshot:
-        estate = read_stored_estate(args.snapshot)
+        stored = read_stored(args.snapshot)
+        estate = stored.estate
+        if policy is None and stored.policy_digest:
+            no_policy = (
+                f"the snapshot was checked against rules {stored.policy_digest}; give --rules to check "
+                "them again"
+            )
     elif args.dags:
         estate = read_artifacts(
             args.dags,
@@ -86,12 +95,15 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
     else:
         raise UsageError(f"{command} needs --dags F (with --tasks and --datasets) or --snapshot S")
     baseline = read_baseline(args.baseline) if args.baseline else None
+    assert estate is not None  # read_stored refuses a snapshot without one
     result = run_audit(
         estate,
         baseline,
         waivers=waivers,
         now=getattr(args, "now", None),
         tolerance=getattr(args, "stale_tolerance", None),
+        policy=policy,
+        no_policy=no_policy,
     )
     return build_document(estate, result, **build)
 
@@ -102,6 +114,7 @@ def merge(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.federation import Source, merge_and_push
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
     _airflow_logs_to_stderr(args)
     with _stdout_to_stderr():
         sinks = open_sinks(
@@ -119,6 +132,7 @@ def merge(args: argparse.Namespace) -> int:
             now=args.now,
             stale_tolerance=args.stale_tolerance,
             max_snapshot_bytes=args.max_snapshot_bytes,
+            policy=policy,
         )
     emit(render(result.document, args))
     if sinks:
@@ -165,7 +179,9 @@ def export(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.export import open_sinks
 
     _airflow_logs_to_stderr(args)
+    # the files a team writes are checked before anything is captured: a bad one is exit 2 at once
     waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
     source = api_source(args)
     retry = retry_policy(args)
     with _stdout_to_stderr():
@@ -194,6 +210,7 @@ def export(args: argparse.Namespace) -> int:
                 stale_tolerance=args.stale_tolerance,
                 deployment=args.deployment or (None if args.base_url else _conn_id(args)),
                 progress=progress,
+                policy=policy,
             )
     finally:
         progress.close()
@@ -370,8 +387,9 @@ def mcp(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.assistant import SnapshotQueries
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
     queries = SnapshotQueries.open(
-        args.snapshot, waivers=waivers, waivers_source=args.waivers, baseline=args.baseline
+        args.snapshot, waivers=waivers, waivers_source=args.waivers, baseline=args.baseline, policy=policy
     )
     facts = queries.head.state.get("facts")
     facts = facts if isinstance(facts, dict) else {}

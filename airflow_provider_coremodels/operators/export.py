@@ -15,6 +15,7 @@ from airflow.sdk import BaseOperator
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.freshness import positive_number
+from airflow_provider_coremodels.core.policy import Policy, rules_from_value
 from airflow_provider_coremodels.core.render import (
     context_lines,
     display_names,
@@ -59,6 +60,9 @@ class CoreModelsExportOperator(BaseOperator):
         the waivers themselves as a list of ``{"code", "subject", "reason", "expires"}`` dicts.
         Waived findings are logged and stored as waived and never fail the task; an expired
         waiver is reported as a ``waiver-expired`` finding; a malformed one fails the task.
+    :param rules: the team's own rules: the path of a YAML or JSON rules file (templated), or the
+        rules themselves (a list of rule dicts, or ``{"rules": [...]}``). A rule that does not hold
+        is a ``policy-...`` finding; a malformed file fails the task before anything is captured.
     :param stale_tolerance: how many of its producers' cadences old an asset may grow before
         ``asset-stale`` reports it (a producer's ``coremodels:stale-tolerance=N`` tag wins).
     :param deployment: the deployment's name in the snapshot (``state.deployment``; templated),
@@ -72,6 +76,7 @@ class CoreModelsExportOperator(BaseOperator):
         "coremodels_conn_id",
         "fail_on",
         "waivers",
+        "rules",
         "deployment",
     )
     ui_color = "#e8f1fb"
@@ -87,6 +92,7 @@ class CoreModelsExportOperator(BaseOperator):
         max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
         include_asset_extra: bool = False,
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
+        rules: str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None,
         stale_tolerance: float = defaults.STALE_TOLERANCE,
         deployment: str | None = None,
         **kwargs: Any,
@@ -100,6 +106,7 @@ class CoreModelsExportOperator(BaseOperator):
         self.max_snapshot_bytes = max_snapshot_bytes
         self.include_asset_extra = include_asset_extra
         self.waivers = waivers
+        self.rules = rules
         self.stale_tolerance = stale_tolerance
         self.deployment = deployment
         self._client: AirflowApiClient | None = None
@@ -133,6 +140,7 @@ class CoreModelsExportOperator(BaseOperator):
             )
         try:
             waivers = self._waivers()
+            policy = operator_rules(self.rules)
             retry = RetryPolicy()
             sinks = open_sinks(
                 uris, sink_conn_id=self.sink_conn_id, coremodels_conn_id=self.coremodels_conn_id, retry=retry
@@ -147,6 +155,7 @@ class CoreModelsExportOperator(BaseOperator):
                     waivers=waivers,
                     stale_tolerance=self.stale_tolerance,
                     deployment=self.deployment or self.airflow_api_conn_id,
+                    policy=policy,
                 )
         except CoreModelsError as exc:
             raise AirflowException(SECRETS.scrub(str(exc))) from exc
@@ -169,6 +178,17 @@ def operator_waivers(value: str | Sequence[Mapping[str, Any]] | None) -> tuple[W
 
         return read_waivers(value)
     return waivers_from_value(value)
+
+
+def operator_rules(value: str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None) -> Policy | None:
+    """An operator's ``rules``: a rules file's path, or the rules themselves."""
+    if not value:
+        return None
+    if isinstance(value, str):
+        from airflow_provider_coremodels.input_files import read_rules
+
+        return read_rules(value)
+    return rules_from_value(dict(value) if isinstance(value, Mapping) else list(value))
 
 
 def log_document(log: Any, document: dict[str, Any]) -> None:

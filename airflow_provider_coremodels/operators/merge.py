@@ -18,7 +18,12 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.rules import FAIL_ON
 from airflow_provider_coremodels.errors import CoreModelsError
-from airflow_provider_coremodels.operators.export import fail_on_findings, log_document, operator_waivers
+from airflow_provider_coremodels.operators.export import (
+    fail_on_findings,
+    log_document,
+    operator_rules,
+    operator_waivers,
+)
 from airflow_provider_coremodels.redaction import SECRETS
 
 if TYPE_CHECKING:
@@ -38,6 +43,8 @@ class CoreModelsMergeOperator(BaseOperator):
     :param coremodels_conn_id: the ``coremodels`` connection whose password is the endpoint token.
     :param fail_on: ``never``, ``info``, ``warning`` or ``error``, as for the export operator.
     :param waivers: a waiver file's path or the waivers themselves, as for the export operator.
+    :param rules: a rules file's path or the rules themselves, as for the export operator; they run
+        on the merged estate, where a DAG's subject is ``<deployment>/<dag_id>``.
     :param stale_tolerance: as for the export operator.
     :param max_snapshot_bytes: the snapshot cap.
     """
@@ -49,6 +56,7 @@ class CoreModelsMergeOperator(BaseOperator):
         "coremodels_conn_id",
         "fail_on",
         "waivers",
+        "rules",
     )
     ui_color = "#e8f1fb"
 
@@ -62,6 +70,7 @@ class CoreModelsMergeOperator(BaseOperator):
         coremodels_conn_id: str | None = None,
         fail_on: str = "never",
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
+        rules: str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None,
         stale_tolerance: float = defaults.STALE_TOLERANCE,
         max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
         **kwargs: Any,
@@ -74,6 +83,7 @@ class CoreModelsMergeOperator(BaseOperator):
         self.coremodels_conn_id = coremodels_conn_id
         self.fail_on = fail_on
         self.waivers = waivers
+        self.rules = rules
         self.stale_tolerance = stale_tolerance
         self.max_snapshot_bytes = max_snapshot_bytes
 
@@ -84,6 +94,7 @@ class CoreModelsMergeOperator(BaseOperator):
         if self.fail_on not in FAIL_ON:
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
         try:
+            waivers, policy = operator_waivers(self.waivers), operator_rules(self.rules)
             sinks = open_sinks(
                 _listed(self.sinks),
                 sink_conn_id=self.sink_conn_id,
@@ -94,9 +105,10 @@ class CoreModelsMergeOperator(BaseOperator):
                 sinks,
                 fresh=self._exported(context),
                 sink_conn_id=self.sink_conn_id,
-                waivers=operator_waivers(self.waivers),
+                waivers=waivers,
                 stale_tolerance=self.stale_tolerance,
                 max_snapshot_bytes=self.max_snapshot_bytes,
+                policy=policy,
             )
         except CoreModelsError as exc:
             raise AirflowException(SECRETS.scrub(str(exc))) from exc
