@@ -549,7 +549,7 @@ class Policy:
 
 def parse_rules(data: bytes | str) -> Policy:
     """Read a rules file: ``{"rules": [...]}`` or a list of rules. Raises RulesFileError."""
-    value = read_team_file(data, kind="rules file", needs=6, error=RulesFileError)
+    value = read_team_file(data, kind="rules file", needs="six", error=RulesFileError)
     if value is None:
         return Policy(())  # an empty file has no rules
     return rules_from_value(value)

@@ -24,7 +24,7 @@ QUOTE_CHARS = 80
 class _Loader(yaml.SafeLoader):  # type: ignore[misc]
     """Safe YAML without anchors, aliases or deep nesting, that leaves dates as text."""
 
-    def __init__(self, stream: str, kind: str, needs: int, error: type[InputError]) -> None:
+    def __init__(self, stream: str, kind: str, needs: str, error: type[InputError]) -> None:
         super().__init__(stream)
         self.depth = 0
         self.kind, self.needs, self.error = kind, needs, error
@@ -70,7 +70,7 @@ _Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_st
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
-def read_team_file(data: bytes | str, *, kind: str, needs: int, error: type[InputError]) -> Any:
+def read_team_file(data: bytes | str, *, kind: str, needs: str, error: type[InputError]) -> Any:
     """The value a hand-written YAML or JSON file holds (None when it is empty).
 
     ``kind`` names the file in messages (``waiver file``), ``needs`` is the nesting a real one

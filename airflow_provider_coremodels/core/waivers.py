@@ -56,7 +56,7 @@ class Waiver:
 
 def parse_waivers(data: bytes | str) -> tuple[Waiver, ...]:
     """Read a waiver file: a list of waivers, or ``{"waivers": [...]}``. Raises WaiverFileError."""
-    value = read_team_file(data, kind="waiver file", needs=4, error=WaiverFileError)
+    value = read_team_file(data, kind="waiver file", needs="four", error=WaiverFileError)
     if value is None:
         return ()  # an empty file waives nothing
     if isinstance(value, dict) and set(value) == {"waivers"}:
