@@ -10,8 +10,7 @@ import sys
 import pytest
 from support.helpers import recorded_estate
 
-from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.core import team_files
+from airflow_provider_coremodels.core import audit, build_document, team_files
 from airflow_provider_coremodels.core.rules import MESSAGES, failing_findings
 from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers, waivers_from_value
 from airflow_provider_coremodels.errors import WaiverFileError
