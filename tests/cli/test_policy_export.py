@@ -161,7 +161,9 @@ def test_fail_on_counts_policy_findings_and_waivers_waive_them(policy_server, tm
     failing = cli(policy_server, "export", "--rules", str(rules), "--fail-on", "error")
     assert failing.returncode == 1, failing.stderr  # policy-owners is an Error
     waivers = tmp_path / "waivers.yaml"
-    waivers.write_text("- {code: policy-owners, subject: Adhoc*, reason: 'bob''s report, retired in March'}\n")
+    waivers.write_text(
+        "- {code: policy-owners, subject: Adhoc*, reason: 'bob''s report, retired in March'}\n"
+    )
     waived = cli(
         policy_server, "export", "--rules", str(rules), "--waivers", str(waivers), "--fail-on", "error"
     )
