@@ -25,7 +25,6 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import Baseline, Estate, audit, load_document
 from airflow_provider_coremodels.core.audit import drift
 from airflow_provider_coremodels.core.collector import gc_paused
@@ -35,7 +34,7 @@ from airflow_provider_coremodels.core.model import ASSET, DAG, FIELD_TYPE, Datas
 from airflow_provider_coremodels.core.policy import Policy, policy_json
 from airflow_provider_coremodels.core.rules import SEVERITY_ORDER, catalogue, most_severe_first, severity_rank
 from airflow_provider_coremodels.core.waivers import WAIVER_EXPIRED, Waiver, apply_waivers
-from airflow_provider_coremodels.errors import CoreModelsError, SinkError, SnapshotDocumentError
+from airflow_provider_coremodels.errors import CoreModelsError, SnapshotDocumentError
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -111,28 +110,14 @@ class _Head(msgspec.Struct, rename="camel"):
 
 
 def read_source(path: str) -> bytes:
-    """A snapshot document's bytes: the file itself, or the ``latest.json`` of a file sink's directory.
+    """A snapshot document's bytes: the file itself, or the ``latest.json`` of a file sink's directory,
+    through the one bounded reader of stored documents (``input_files.read_stored``).
 
     Anything that cannot be read is a ``SnapshotDocumentError`` naming the path (exit 2).
     """
-    from airflow_provider_coremodels.input_files import Unreadable, read_bounded
-    from airflow_provider_coremodels.sinks.directory import FileSink
+    from airflow_provider_coremodels.input_files import read_stored
 
-    path = os.path.expanduser(path)
-    if os.path.isdir(path):
-        try:
-            data = FileSink(path).read_baseline()
-        except SinkError as exc:
-            raise SnapshotDocumentError(f"cannot be read: {exc}", path) from None
-        if data is None:
-            raise SnapshotDocumentError(
-                "is a directory without a latest.json: no snapshot has been stored there yet", path
-            )
-        return data
-    try:
-        return read_bounded(path, defaults.MAX_ARTIFACT_BYTES)
-    except Unreadable as exc:
-        raise SnapshotDocumentError(str(exc), path) from None
+    return read_stored(path)
 
 
 def read_baseline(path: str) -> Baseline:

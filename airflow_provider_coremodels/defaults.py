@@ -15,6 +15,9 @@ STALE_TOLERANCE = 2.0
 MAX_SNAPSHOT_BYTES = 1_500_000
 #: An artifact file larger than this is refused before it is read (decoded JSON is several times larger).
 MAX_ARTIFACT_BYTES = 1 << 30
+#: A stored snapshot document larger than this is refused before it is read, wherever it is (a file,
+#: a file sink's latest.json, object storage): fifty deployments' merged estate is under half of it.
+MAX_DOCUMENT_BYTES = 1 << 30
 #: Requests in flight during a capture. Against a one-worker Airflow 3.2-3.3 API server keep it at
 #: 14 or below: above its 15 pooled database connections the server can stall (apache/airflow#66493).
 CONCURRENCY = 8

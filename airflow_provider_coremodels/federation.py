@@ -13,9 +13,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import Lossiness, audit, build_document, load_document
@@ -27,8 +28,9 @@ from airflow_provider_coremodels.core.policy import Policy
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
 from airflow_provider_coremodels.export import baseline_of, open_by_severity, open_sink, sinks_said
-from airflow_provider_coremodels.input_files import Unreadable, read_bounded
+from airflow_provider_coremodels.input_files import read_stored
 from airflow_provider_coremodels.sinks import Sink, SinkResult
+from airflow_provider_coremodels.sinks.layout import LATEST
 
 
 @dataclass(frozen=True)
@@ -107,11 +109,19 @@ def read_parts(
                 "was stored without datasets and lineage (it exceeded the snapshot cap): it cannot be merged",
                 source.location,
             )
-        deployment = source.name or stored.state.deployment
-        if not deployment:
-            raise UsageError(
-                f"snapshot {source.location} names no deployment (state.deployment): export it with "
-                "--deployment NAME, or give it as NAME=PATH"
+        # The name comes from the caller: NAME=PATH, else the source's own location. A document
+        # is someone else's word, and one naming itself as another deployment must not take over
+        # that deployment's place (or make the merge refuse both).
+        deployment = source.name or location_name(source.location)
+        claimed = stored.state.deployment
+        if claimed and claimed != deployment:
+            missing.append(
+                Lossiness(
+                    "snapshot",
+                    f"deployment {deployment}: the snapshot at {source.location} names itself {claimed!r} "
+                    f"(state.deployment); merged as {deployment!r}, the name its source gives (NAME=PATH "
+                    "chooses it)",
+                )
             )
         parts.append(
             Part(
@@ -121,6 +131,20 @@ def read_parts(
             )
         )
     return parts, missing
+
+
+def location_name(location: str) -> str:
+    """A deployment's name from where its snapshot is read: the last part of the path (a file's
+    name without ``.json``), or the bucket of an object-storage URI that has no path."""
+    if "://" in location:
+        parts = urlsplit(location)
+        segments = [segment for segment in parts.path.split("/") if segment]
+        name = segments[-1] if segments else parts.netloc
+    else:
+        path = Path(location).expanduser()
+        name = path.name if path.is_dir() or path.suffix != ".json" else path.stem
+    name = "".join("_" if c in "/:=" else c for c in name).strip()
+    return name or "deployment"
 
 
 def _why_stale(
@@ -141,11 +165,10 @@ def _stored(source: Source, sink_conn_id: str | None) -> bytes | None:
         raise UsageError(f"{location}: an HTTP endpoint keeps no snapshot to read back")
     if location.lower().startswith("openlineage:"):
         raise UsageError(f"{location}: an OpenLineage sink keeps no snapshot to read back")
-    if "://" not in location and not Path(location).is_dir():
-        try:
-            return read_bounded(location, defaults.MAX_ARTIFACT_BYTES)
-        except Unreadable as exc:
-            raise SnapshotDocumentError(str(exc), location) from None
+    if "://" not in location:  # a document, or a file sink's directory: read as every command reads one
+        if Path(location).is_dir() and not (Path(location) / LATEST).exists():
+            return None
+        return read_stored(location)
     return open_sink(location, sink_conn_id=sink_conn_id).read_baseline()
 
 
@@ -202,7 +225,7 @@ def _merge_and_push(
         raise UsageError(
             "no deployment has a snapshot to merge yet: " + "; ".join(r.message for r in missing)
         )
-    estate = merge(parts, now=now)
+    estate = merge(parts, now=now, clock=datetime.now(timezone.utc))
     if missing:
         estate = dataclasses.replace(estate, lossiness=(*estate.lossiness, *missing))
     baseline, estate, reason = baseline_of(sinks, estate)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import (
@@ -47,7 +47,6 @@ def read_bounded(path: str, max_bytes: int, *, limit_name: str | None = None) ->
     and on the bytes read, since a file may grow (or lie about its size) while it is read.
     ``limit_name`` names the option that sets the limit, for the message.
     """
-    over = f"over the {max_bytes:,}-byte limit" + (f" ({limit_name})" if limit_name else "")
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -57,12 +56,22 @@ def read_bounded(path: str, max_bytes: int, *, limit_name: str | None = None) ->
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable("is not a regular file")
-        if info.st_size > max_bytes:
-            raise Unreadable(f"is {info.st_size:,} bytes, {over}")
-        try:
-            data = handle.read(max_bytes + 1)
-        except OSError as exc:
-            raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
+        return read_limited(handle, info.st_size, max_bytes, limit_name=limit_name)
+
+
+def read_limited(
+    handle: BinaryIO, size: int | None, max_bytes: int, *, limit_name: str | None = None
+) -> bytes:
+    """Read an open file whole, within ``max_bytes``: refused at once when its ``size`` (if known)
+    is over, and when more than that arrives (a file that grows, or lies about its size). The one
+    bound every stored document and input file is read within, on disk or in object storage."""
+    over = f"over the {max_bytes:,}-byte limit" + (f" ({limit_name})" if limit_name else "")
+    if size is not None and size > max_bytes:
+        raise Unreadable(f"is {size:,} bytes, {over}")
+    try:
+        data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
         raise Unreadable(f"grew past {max_bytes:,} bytes while it was read, {over}")
     return data
@@ -98,17 +107,45 @@ def read_rules(path: str) -> Policy:
     return read_input(path, parse_rules, RulesFileError, defaults.MAX_RULES_FILE_BYTES)
 
 
+def read_stored(path: str) -> bytes:
+    """A stored snapshot document's bytes: the file itself, or the ``latest.json`` of the file
+    sink's directory ``path`` names, each within the one bound; anything that cannot be read is a
+    ``SnapshotDocumentError`` naming the path (exit 2)."""
+    from airflow_provider_coremodels.errors import SinkError
+    from airflow_provider_coremodels.sinks.directory import FileSink
+
+    path = os.path.expanduser(path)
+    if not os.path.isdir(path):
+        try:
+            return read_bounded(path, defaults.MAX_DOCUMENT_BYTES)
+        except Unreadable as exc:
+            raise SnapshotDocumentError(str(exc), path) from None
+    try:
+        data = FileSink(path).read_baseline()
+    except SinkError as exc:
+        raise SnapshotDocumentError(f"cannot be read: {exc}", path) from None
+    if data is None:
+        raise SnapshotDocumentError(
+            "is a directory without a latest.json: no snapshot has been stored there yet", path
+        )
+    return data
+
+
 def read_snapshot(path: str) -> StoredSnapshot:
-    """A stored snapshot document (``--snapshot``, ``--baseline``)."""
-    return read_input(path, load_document, SnapshotDocumentError)
+    """A stored snapshot document (``--snapshot``, ``--baseline``): a file, or a file sink's directory."""
+    data = read_stored(path)
+    try:
+        return load_document(data)
+    except SnapshotDocumentError as exc:
+        raise exc.with_source(path) from None
 
 
 def read_stored_estate(path: str) -> Estate:
     """The estate of a stored snapshot, to re-audit; one stored over the cap has none."""
-    return read_stored(path).estate  # type: ignore[return-value]  # read_stored refuses None
+    return read_auditable(path).estate  # type: ignore[return-value]  # read_auditable refuses None
 
 
-def read_stored(path: str) -> StoredSnapshot:
+def read_auditable(path: str) -> StoredSnapshot:
     """A stored snapshot to re-audit (its estate, and which rules it was checked against)."""
     stored = read_snapshot(path)
     if stored.estate is None:

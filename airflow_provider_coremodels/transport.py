@@ -11,17 +11,24 @@ URL is recorded anywhere, and every secret the run knows is scrubbed from every 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
 import re
+import socket
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import requests
 import urllib3
+import urllib3.connection
+from requests.adapters import HTTPAdapter
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.errors import CoreModelsError
@@ -57,11 +64,39 @@ class RetryPolicy:
 
 class Deadline:
     """The budget of one capture or push: its retries, and the whole run, shared by all of its
-    requests and threads. No request starts once it is spent, and none reads past it."""
+    requests and threads. No request starts once it is spent, and none reads past it: at its
+    expiry it cuts the sockets of the transports that watch it (``on_expiry``), so a thread
+    blocked on a server that sends its headers a byte at a time returns at once, and the process
+    can end."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.expires = time.monotonic() + seconds
+        self._timer: threading.Timer | None = None
+        self._callbacks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    def on_expiry(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (from a daemon timer thread) when the budget runs out, unless closed first."""
+        with self._lock:
+            self._callbacks.append(callback)
+            if self._timer is None:
+                self._timer = threading.Timer(self.remaining(), self._expire)
+                self._timer.name, self._timer.daemon = "coremodels-deadline", True
+                self._timer.start()
+
+    def close(self) -> None:
+        """The run is over (or has a new deadline): nothing is cut any more."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._callbacks.clear()
+
+    def _expire(self) -> None:
+        with self._lock:
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
     def spent(self) -> bool:
         return time.monotonic() >= self.expires
@@ -141,6 +176,15 @@ def send_with_retries(
                 problem = _read_body(response, max_bytes, _timeout_of(request), deadline)
             except _TooLarge as exc:
                 raise error(SECRETS.scrub(f"{method} {url} {exc}")) from None
+            if problem is None and response.is_redirect and request.get("allow_redirects", True):
+                target = origin(urljoin(response.url, response.headers.get("Location", "")))
+                raise error(
+                    SECRETS.scrub(
+                        f"{method} {url} answered HTTP {response.status_code}, a redirect to another "
+                        f"origin ({target}): not followed, so nothing is sent there and nothing it "
+                        "answers is read"
+                    )
+                )
             if problem is None and response.status_code in RETRY_STATUSES:
                 problem = f"HTTP {response.status_code}"
                 if response.status_code in (429, 503):  # the statuses RFC 9110 gives Retry-After
@@ -152,8 +196,11 @@ def send_with_retries(
                     return response, (decoder or decode_json)(response.content)
                 except ValueError as exc:  # truncated, garbled, not UTF-8: worth another try
                     problem = f"the response body is not valid JSON ({exc})"
+        cut = getattr(session, "cut_off", False)
+        if cut and not deadline.spent():  # cancelled, or the run is over: said by whoever ended it
+            raise error(f"{method} {url}: cut off, the run was cancelled or is over")
         delay = policy.delay(attempt, retry_after)
-        if attempt >= policy.max_attempts or not deadline.allows(delay):
+        if cut or attempt >= policy.max_attempts or not deadline.allows(delay):
             budget = f" (the retry budget of {policy.budget:g} s is spent)"
             spent = "" if attempt >= policy.max_attempts else budget
             attempts = f"{attempt} attempt{'s' if attempt > 1 else ''}"
@@ -162,6 +209,146 @@ def send_with_retries(
         log.warning("%s %s: %s; retrying in %.1f s (attempt %d)", method, url, problem, delay, attempt + 1)
         on_retry()
         time.sleep(delay)
+
+
+class Transport:
+    """The one way the provider sends HTTP (capture, the endpoint sink, OpenLineage): a session
+    whose connections a deadline can cut, which follows a redirect only within the origin it
+    was sent to (a redirect elsewhere comes back unfollowed, and ``send_with_retries`` refuses
+    it), with proxies and a CA bundle resolved once rather than at every request."""
+
+    def __init__(
+        self, *, pool_size: int = 1, verify: bool | str = True, url: str | None = None, trust_env: bool = True
+    ) -> None:
+        self.session = _SameOriginSession()
+        self.adapter = _CuttableAdapter(pool_connections=1, pool_maxsize=pool_size)
+        self.session.mount("http://", self.adapter)
+        self.session.mount("https://", self.adapter)
+        self.session.trust_env = False
+        if trust_env:  # what requests reads from the environment, read once
+            self.session.proxies = requests.utils.get_environ_proxies(url or "")
+            bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+            verify = bundle if verify is True and bundle else verify
+        self.session.verify = verify
+
+    def watch(self, deadline: Deadline) -> None:
+        """Cut every connection of this transport when ``deadline`` expires."""
+        deadline.on_expiry(self.cut)
+
+    def cut(self) -> None:
+        """Shut every socket this transport holds, now and from now on: a read blocked on any of
+        them returns at once (as a failed request)."""
+        self.adapter.sockets.cut()
+
+    def close(self) -> None:
+        """Done: every connection is cut (a request still in flight on another thread, one the run
+        gave up waiting for, ends now rather than holding the process), then closed."""
+        self.cut()
+        self.session.close()
+
+
+class _SameOriginSession(requests.Session):
+    """A session that follows a redirect only to the origin (scheme, host, port) it was sent to.
+
+    Another origin's answer is never read, so nothing of it can reach a message (a redirect is
+    the way a server would make the provider fetch, and repeat, what it should not); the 3xx
+    comes back to the caller instead."""
+
+    @property
+    def cut_off(self) -> bool:
+        """Whether its connections were cut (the run is over): no request is retried then."""
+        adapter = self.adapters.get("http://")
+        return isinstance(adapter, _CuttableAdapter) and adapter.sockets.cut_off
+
+    def get_redirect_target(self, resp: requests.Response) -> str | None:
+        target = super().get_redirect_target(resp)
+        if target is None:
+            return None
+        if origin(urljoin(resp.url, target)) != origin(resp.url):
+            return None
+        return target
+
+
+def origin(url: str) -> str:
+    """``scheme://host:port`` of a URL, the port made explicit where the scheme has one; never
+    the user info, path or query (what a message may show of a URL it was not pointed at)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return "an unreadable URL"
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
+class _Sockets:
+    """The sockets of an adapter's connections, to cut at once from another thread."""
+
+    def __init__(self) -> None:
+        self._live: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self.cut_off = False
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            if not self.cut_off:
+                self._live.add(sock)
+                return
+        _shut(sock)  # a connection opened after the cut is cut at once
+
+    def cut(self) -> None:
+        with self._lock:
+            self.cut_off = True
+            live = list(self._live)
+        for sock in live:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _CuttableAdapter(HTTPAdapter):
+    """An adapter whose connections register their sockets (``_Sockets``) as they open them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.sockets = _Sockets()
+        super().__init__(*args, **kwargs)
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _pools(self.sockets)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = _pools(self.sockets)
+        return manager
+
+
+def _pools(sockets: _Sockets) -> dict[str, type[urllib3.HTTPConnectionPool]]:
+    """Connection pools whose connections tell ``sockets`` of each socket they open."""
+
+    class Connection(urllib3.connection.HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            sock = super()._new_conn()
+            sockets.add(sock)
+            return sock
+
+    class TlsConnection(urllib3.connection.HTTPSConnection):
+        def _new_conn(self) -> socket.socket:
+            sock = super()._new_conn()
+            sockets.add(sock)
+            return sock
+
+    class Pool(urllib3.HTTPConnectionPool):
+        ConnectionCls = Connection
+
+    class TlsPool(urllib3.HTTPSConnectionPool):
+        ConnectionCls = TlsConnection
+
+    return {"http": Pool, "https": TlsPool}
 
 
 def decode_json(data: bytes) -> Any:

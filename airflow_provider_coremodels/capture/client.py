@@ -7,14 +7,12 @@ Credentials never appear in a log line, an error message or a recorded URL.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import requests
-from requests.adapters import HTTPAdapter
 
 from airflow_provider_coremodels import __version__, defaults
 from airflow_provider_coremodels.errors import AuthError, CaptureError
@@ -22,6 +20,7 @@ from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 from airflow_provider_coremodels.transport import (
     Deadline,
     RetryPolicy,
+    Transport,
     decode_json,
     redact_url,
     send_with_retries,
@@ -89,30 +88,32 @@ class AirflowApiClient:
         self.retry = retry or RetryPolicy()
         self.stats = Stats()
         self.info: ApiInfo | None = None
-        self.deadline = Deadline(self.retry.budget)
         self._lock = threading.Lock()  # counters
         self._token_lock = threading.Lock()  # one renewal at a time; held while the renewal request runs
         self._cancelled = threading.Event()
         self._bearer: str | None = source.token
-        self._session = requests.Session()
-        adapter = HTTPAdapter(pool_connections=1, pool_maxsize=source.concurrency)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        # Proxies and a CA bundle from the environment, as requests reads them, but resolved
-        # once: with trust_env requests re-reads the whole environment on every request, a
-        # third of the client's CPU in a large capture.
-        self._session.trust_env = False
-        self._session.proxies = requests.utils.get_environ_proxies(source.base_url)
-        environ_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-        self._session.verify = environ_bundle if source.verify is True and environ_bundle else source.verify
+        # Proxies and a CA bundle from the environment are resolved once: with trust_env requests
+        # re-reads the whole environment on every request, a third of a large capture's CPU.
+        self._transport = Transport(pool_size=source.concurrency, verify=source.verify, url=source.base_url)
+        self._session = self._transport.session
         self._session.headers.update({"Accept": "application/json", "User-Agent": USER_AGENT})
+        self.deadline = self._watched(Deadline(self.retry.budget))
+
+    def _watched(self, deadline: Deadline) -> Deadline:
+        """``deadline``, cutting this client's connections when it expires: the budget then ends
+        every request in flight, a read blocked on a trickling server's headers too."""
+        self._transport.watch(deadline)
+        return deadline
 
     def close(self) -> None:
-        self._session.close()
+        self.deadline.close()
+        self._transport.close()
 
     def cancel(self) -> None:
-        """Ask a capture running on this client to stop (safe from any thread, e.g. on_kill)."""
+        """Ask a capture running on this client to stop (safe from any thread, e.g. on_kill): the
+        requests in flight are cut, so it stops at once."""
         self._cancelled.set()
+        self._transport.cut()
 
     @property
     def cancelled(self) -> bool:
@@ -128,7 +129,8 @@ class AirflowApiClient:
 
     def connect(self) -> ApiInfo:
         """Detect the API generation and authenticate: the first requests of a capture."""
-        self.deadline = Deadline(self.retry.budget)
+        self.deadline.close()
+        self.deadline = self._watched(Deadline(self.retry.budget))
         self.info = self._detect()
         if self._uses_jwt:
             self._bearer = self._new_token()

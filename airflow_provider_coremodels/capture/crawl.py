@@ -220,6 +220,7 @@ class _Crawl:
         self.details: dict[str, dict[str, Any]] = {}  # dag_id -> what its details add (condition, doc_md)
         self.events: dict[str, list[Any]] = {}  # asset URI -> its newest events
         self.dags_found = 0
+        self.tasks_lost = 0  # the DAGs whose tasks could not be captured
         self.schedules = 0
         self.documentation = 0
         self.alias_assets = 0
@@ -736,12 +737,11 @@ class _Crawl:
                 self.tasks[dag_id] = body if isinstance(body, dict) else {"tasks": tasks}
             else:
                 self.tasks[dag_id] = {"tasks": [reduce_task(t) for t in tasks]}
-        if self.progress is not None:
-            self.progress(
-                len(self.tasks) + sum(1 for r in self.lossiness if r.artifact == "tasks"), self.dags_found
-            )
+        if self.progress is not None:  # counted, not summed over the records: once per DAG
+            self.progress(len(self.tasks) + self.tasks_lost, self.dags_found)
 
     def _tasks_lost(self, dag_id: str, reason: str) -> None:
+        self.tasks_lost += 1
         log.warning("tasks of DAG %s could not be captured: %s", dag_id, reason)
         self.lossiness.append(
             Lossiness("tasks", f"tasks of DAG '{dag_id}' could not be captured: {reason}", subject=dag_id)

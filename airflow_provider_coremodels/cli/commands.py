@@ -21,9 +21,9 @@ from airflow_provider_coremodels.core.text import printable
 from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.input_files import (
     read_artifacts,
+    read_auditable,
     read_baseline,
     read_rules,
-    read_stored,
     read_waivers,
 )
 
@@ -77,7 +77,7 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
     policy = read_rules(args.rules) if args.rules else None
     no_policy = None
     if args.snapshot:
-        stored = read_stored(args.snapshot)
+        stored = read_auditable(args.snapshot)
         estate = stored.estate
         if policy is None and stored.policy_digest:
             no_policy = (
@@ -95,7 +95,7 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
     else:
         raise UsageError(f"{command} needs --dags F (with --tasks and --datasets) or --snapshot S")
     baseline = read_baseline(args.baseline) if args.baseline else None
-    assert estate is not None  # read_stored refuses a snapshot without one
+    assert estate is not None  # read_auditable refuses a snapshot without one
     result = run_audit(
         estate,
         baseline,

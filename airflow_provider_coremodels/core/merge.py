@@ -20,14 +20,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.core.cadence import format_duration
 from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.freshness import parse_time
+from airflow_provider_coremodels.core.freshness import format_time, parse_time
 from airflow_provider_coremodels.core.model import (
     DAG,
     BrokenFile,
@@ -58,8 +58,11 @@ class Part:
 
 
 @gc_paused()
-def merge(parts: Sequence[Part], *, now: datetime | None = None) -> Estate:
-    """The merged estate of ``parts``; ``now`` ages a stale part (default: the newest capture)."""
+def merge(parts: Sequence[Part], *, now: datetime | None = None, clock: datetime | None = None) -> Estate:
+    """The merged estate of ``parts``; ``now`` ages a stale part (default: the newest capture).
+
+    ``clock`` is the merge's own time (the real one: it reads no clock itself): no part's capture
+    time, nor any time it reports, is taken as later than it."""
     if not parts:
         raise UsageError("merge needs at least one snapshot")
     names = [part.deployment for part in parts]
@@ -68,15 +71,18 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None) -> Estate:
             raise UsageError(f"deployment name {name!r} cannot be merged: it must be non-empty, without '/'")
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
-        raise UsageError(f"deployment {twice[0]} is given twice: each snapshot must name its own deployment")
+        raise UsageError(
+            f"deployment {twice[0]} is given twice: name each snapshot's deployment as NAME=PATH"
+        )
     parts = sorted(parts, key=lambda part: part.deployment)
-    newest = _newest_capture(parts)
+    lossiness: list[Lossiness] = []
+    captured = _capture_times(parts, clock, lossiness)
+    newest = max(captured.values(), key=parse_time) if captured else None
     reference = now or (parse_time(newest) if newest else None)
 
     dags: list[Dataset] = []
     assets: dict[str, Dataset] = {}
     edges: list[Edge] = []
-    lossiness: list[Lossiness] = []
     broken: list[BrokenFile] = []
     for part in parts:
         name = part.deployment
@@ -89,13 +95,15 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None) -> Estate:
         lossiness.extend(_prefixed(name, record) for record in part.estate.lossiness)
         broken.extend(_renamed_file(name, file) for file in part.estate.import_errors)
         if part.stale is not None:
-            lossiness.append(_stale_record(part, reference))
+            lossiness.append(_stale_record(part, captured.get(part.deployment), reference))
 
-    spans: dict[str, set[str]] = defaultdict(set)
+    sides: dict[str, dict[bool, set[str]]] = defaultdict(lambda: {True: set(), False: set()})
     for edge in edges:
-        spans[edge.asset].add(_deployment_of(edge.dag_id))
-    crossing = {asset for asset, deployments in spans.items() if len(deployments) > 1}
+        sides[edge.asset][edge.producing].add(_deployment_of(edge.dag_id))
+    crossing = {asset for asset, by in sides.items() if len(by[True] | by[False]) > 1}
     edges = [_crossing(edge) if edge.asset in crossing else edge for edge in edges]
+    for uri in crossing & assets.keys():  # who claims what, across deployments, said on the asset
+        assets[uri] = _attributed(assets[uri], sides[uri][True], sides[uri][False])
     unique = {edge.key: edge for edge in edges}  # a DAG may name an asset twice only within its deployment
 
     datasets = sorted([*dags, *assets.values()], key=lambda d: (d.materialization, d.identity))
@@ -108,13 +116,14 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None) -> Estate:
         captured_at=newest,
         deployments=tuple(part.deployment for part in parts),
     )
+    freshness = _merged_freshness(parts, captured, lossiness)  # its records first, then the sort
     lossiness.sort(key=lambda r: (r.artifact, r.subject or "", r.message))
     return Estate(
         datasets=tuple(datasets),
         lineage=tuple(sorted(unique.values(), key=lambda e: e.key)),
         state=state,
         lossiness=tuple(lossiness),
-        freshness=_merged_freshness(parts),
+        freshness=freshness,
         import_errors=tuple(sorted(broken, key=lambda file: file.file)),
     )
 
@@ -127,9 +136,46 @@ def _deployment_of(merged: str) -> str:
     return merged.partition("/")[0]
 
 
-def _newest_capture(parts: Iterable[Part]) -> str | None:
-    times = [p.estate.state.captured_at for p in parts if p.estate.state.captured_at]
-    return max(times, key=parse_time) if times else None
+#: Where a merged asset's producers and consumers run, when its lineage spans deployments.
+PRODUCED_IN_KEY = "airflow.producedIn"
+CONSUMED_IN_KEY = "airflow.consumedIn"
+
+
+def _capture_times(
+    parts: Sequence[Part], clock: datetime | None, lossiness: list[Lossiness]
+) -> dict[str, str]:
+    """Each part's capture time, never after the merge's own ``clock``: a part is a document
+    someone else wrote, and a capture time in the future would move the whole merged estate's
+    judging time (and its freshness) there. One clamped is a lossiness record naming it."""
+    times: dict[str, str] = {}
+    for part in parts:
+        claimed = part.estate.state.captured_at
+        try:
+            when = parse_time(claimed) if claimed else None
+        except ValueError:
+            when = None
+        if when is None:
+            continue
+        if clock is not None and when > clock:
+            lossiness.append(
+                Lossiness(
+                    "snapshot",
+                    f"deployment {part.deployment}: its snapshot says it was captured at {claimed}, after "
+                    f"the merge's clock ({format_time(clock)}): taken as captured then",
+                )
+            )
+            when = clock
+        times[part.deployment] = format_time(when)
+    return times
+
+
+def _attributed(asset: Dataset, producers: set[str], consumers: set[str]) -> Dataset:
+    metadata = dict(asset.metadata)
+    if producers:
+        metadata[PRODUCED_IN_KEY] = ",".join(sorted(producers))
+    if consumers:
+        metadata[CONSUMED_IN_KEY] = ",".join(sorted(consumers))
+    return dataclasses.replace(asset, metadata=metadata)
 
 
 def _merged_dag(deployment: str, dag: Dataset) -> Dataset:
@@ -208,8 +254,7 @@ def _prefixed(deployment: str, record: Lossiness) -> Lossiness:
     return dataclasses.replace(record, message=f"deployment {deployment}: {record.message}")
 
 
-def _stale_record(part: Part, reference: datetime | None) -> Lossiness:
-    captured = part.estate.state.captured_at
+def _stale_record(part: Part, captured: str | None, reference: datetime | None) -> Lossiness:
     age = ""
     if captured and reference is not None:
         age = f", {format_duration((reference - parse_time(captured)).total_seconds())} old"
@@ -221,9 +266,13 @@ def _stale_record(part: Part, reference: datetime | None) -> Lossiness:
     )
 
 
-def _merged_freshness(parts: Sequence[Part]) -> Freshness:
+def _merged_freshness(
+    parts: Sequence[Part], captured: Mapping[str, str], lossiness: list[Lossiness]
+) -> Freshness:
     """Each deployment's facts, its DAGs renamed; what one deployment does not know stays unknown
-    for its own assets and DAGs only."""
+    for its own assets and DAGs only. An asset update or registration a part dates after its own
+    capture cannot have been seen by it: it is taken as at that capture (a record says so), so
+    one deployment's claim of an update in the future never silences another's stale asset."""
     updates: dict[str, str | None] = {}
     told = False
     created: dict[str, str] = {}
@@ -235,14 +284,31 @@ def _merged_freshness(parts: Sequence[Part]) -> Freshness:
     for part in parts:
         facts = part.estate.freshness
         rename = functools.partial(merged_id, part.deployment)
+        ceiling = captured.get(part.deployment)
+        clamp = functools.partial(_at_most, ceiling)
+        future = sum(
+            1
+            for when in (*(facts.asset_updates or {}).values(), *facts.asset_created.values())
+            if when is not None and clamp(when) != when
+        )
+        if future:
+            lossiness.append(
+                Lossiness(
+                    "snapshot",
+                    f"deployment {part.deployment}: {future} asset time{'s' if future != 1 else ''} dated "
+                    f"after its capture ({ceiling}) taken as at its capture",
+                )
+            )
         if facts.asset_updates is not None:
             told = True
             for uri, when in facts.asset_updates.items():
-                updates[uri] = max(filter(None, (updates.get(uri), when)), default=None)
+                newest = [t for t in (updates.get(uri), clamp(when) if when else None) if t]
+                updates[uri] = max(newest, key=parse_time) if newest else None
         if facts.updates_since:
-            since.append(facts.updates_since)
+            since.append(clamp(facts.updates_since))
         for uri, when in facts.asset_created.items():
-            created[uri] = min(created.get(uri, when), when)
+            when = clamp(when)
+            created[uri] = min(created.get(uri, when), when, key=parse_time)
         if facts.failed_latest_run is not None:
             failed_told = True
             failed.update(rename(dag_id) for dag_id in facts.failed_latest_run)
@@ -250,9 +316,19 @@ def _merged_freshness(parts: Sequence[Part]) -> Freshness:
         partitioned.update(rename(dag_id) for dag_id in facts.partitioned)
     return Freshness(
         asset_updates=updates if told else None,
-        updates_since=max(since) if since else None,
+        updates_since=max(since, key=parse_time) if since else None,
         asset_created=created,
         failed_latest_run=frozenset(failed) if failed_told else None,
         next_run_after=next_runs,
         partitioned=frozenset(partitioned),
     )
+
+
+def _at_most(ceiling: str | None, when: str) -> str:
+    """``when``, or ``ceiling`` where ``when`` is later (or unreadable): times a part cannot know."""
+    if ceiling is None:
+        return when
+    try:
+        return when if parse_time(when) <= parse_time(ceiling) else ceiling
+    except ValueError:
+        return ceiling

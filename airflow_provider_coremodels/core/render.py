@@ -92,6 +92,19 @@ def deployments_line(document: Mapping[str, Any]) -> str | None:
         if isinstance(r, Mapping) and r.get("artifact") == "snapshot" and r.get("subject") in names
     )
     line = f"deployments: {len(names)} merged ({', '.join(str(n) for n in names)})"
+    joins = []  # who claims what across deployments (core/merge.py attributes each joining asset)
+    for dataset in document.get("datasets") or ():
+        metadata = dataset.get("metadata") if isinstance(dataset, Mapping) else None
+        if isinstance(metadata, Mapping) and (
+            "airflow.producedIn" in metadata or "airflow.consumedIn" in metadata
+        ):
+            joins.append(
+                f"{dataset.get('identity')} (produced in {metadata.get('airflow.producedIn') or 'none'}, "
+                f"read in {metadata.get('airflow.consumedIn') or 'none'})"
+            )
+    if joins:
+        shown = "; ".join(sorted(joins)[:3]) + ("; ..." if len(joins) > 3 else "")
+        line += f"; {len(joins)} asset{'s' if len(joins) != 1 else ''} across them: {shown}"
     return printable(line + (f"; stale: {', '.join(stale)}" if stale else ""))
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -113,10 +114,10 @@ def apply_waivers(findings: Sequence[Finding], waivers: Sequence[Waiver], today:
 
     The result is unsorted; the audit sorts it with the rest.
     """
-    live = [w for w in waivers if not w.expired(today)]
+    live = _LiveWaivers(w for w in waivers if not w.expired(today))
     out = []
     for finding in findings:
-        waiver = next((w for w in live if w.matches(finding)), None)
+        waiver = live.first(finding)
         out.append(dataclasses.replace(finding, waived=waiver.as_waived()) if waiver else finding)
     seen: set[tuple[str, str]] = set()
     for waiver in waivers:
@@ -124,6 +125,31 @@ def apply_waivers(findings: Sequence[Finding], waivers: Sequence[Waiver], today:
             seen.add((waiver.code, waiver.subject))
             out.append(expired_finding(waiver))
     return out
+
+
+class _LiveWaivers:
+    """The live waivers by code, exact subjects in a dict and globs in file order: a finding's
+    first matching waiver costs a lookup and the globs of its own code, never every waiver (a
+    long waiver file times a large estate's findings would be their product)."""
+
+    def __init__(self, waivers: Iterable[Waiver]) -> None:
+        self.exact: dict[tuple[str, str], tuple[int, Waiver]] = {}
+        self.globs: dict[str, list[tuple[int, Waiver]]] = defaultdict(list)
+        for order, waiver in enumerate(waivers):
+            if any(char in waiver.subject for char in "*?["):
+                self.globs[waiver.code].append((order, waiver))
+            else:
+                self.exact.setdefault((waiver.code, waiver.subject), (order, waiver))
+
+    def first(self, finding: Finding) -> Waiver | None:
+        """The first waiver in file order that matches ``finding``, as a scan of them all gives."""
+        exact = self.exact.get((finding.code, finding.subject))
+        for order, waiver in self.globs.get(finding.code, ()):
+            if exact is not None and order > exact[0]:
+                break
+            if waiver.matches(finding):
+                return waiver
+        return exact[1] if exact is not None else None
 
 
 def expired_finding(waiver: Waiver) -> Finding:

@@ -23,9 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.atomic import TEMPORARY, write_atomic_at
 from airflow_provider_coremodels.core.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
+from airflow_provider_coremodels.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
 from airflow_provider_coremodels.sinks.layout import HISTORY, LATEST, history_name
@@ -48,10 +50,13 @@ class DirectorySink(Sink):
         self.uri = uri
 
     def read_baseline(self) -> bytes | None:
+        """The stored ``latest.json``, within the bound every stored document is read within."""
         try:
             return self._read(self.root / LATEST)
         except FileNotFoundError:
             return None
+        except Unreadable as exc:
+            raise SinkError(f"sink {self.uri}: {LATEST} {exc}") from None
         except self.store_errors as exc:
             raise SinkError(f"sink {self.uri}: cannot read {LATEST}: {exc}") from None
 
@@ -102,8 +107,9 @@ class DirectorySink(Sink):
     # The storage operations, overridden where a store can do better.
 
     def _read(self, path: Any) -> bytes:
-        data: bytes = path.read_bytes()
-        return data
+        size = getattr(path.stat(), "st_size", None)
+        with path.open("rb") as handle:
+            return read_limited(handle, size, defaults.MAX_DOCUMENT_BYTES)
 
     def _write(self, path: Any, data: bytes) -> None:
         path.write_bytes(data)
@@ -132,7 +138,7 @@ class FileSink(DirectorySink):
     def _read(self, path: Any) -> bytes:
         fd = self._open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the read
         with os.fdopen(fd, "rb") as handle:
-            return handle.read()
+            return read_limited(handle, os.fstat(fd).st_size, defaults.MAX_DOCUMENT_BYTES)
 
     def _write(self, path: Any, data: bytes) -> None:
         try:

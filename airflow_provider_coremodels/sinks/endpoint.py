@@ -25,6 +25,7 @@ from airflow_provider_coremodels.sinks.base import Sink, SinkResult
 from airflow_provider_coremodels.transport import (
     Deadline,
     RetryPolicy,
+    Transport,
     decode_json,
     redact_url,
     send_with_retries,
@@ -99,21 +100,26 @@ class EndpointSink(Sink):
         headers = {**headers, "User-Agent": f"airflow-provider-coremodels/{__version__}"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
-        with requests.Session() as session:
-            session.verify = self._verify
-            session.auth = self._auth
+        transport = Transport(verify=self._verify, trust_env=False)
+        transport.session.auth = self._auth
+        deadline = Deadline(self._retry.budget)
+        transport.watch(deadline)  # the budget ends the push, whatever its socket is doing
+        try:
             response, _ = send_with_retries(
-                session,
+                transport.session,
                 method,
                 self.uri,
                 policy=self._retry,
-                deadline=Deadline(self._retry.budget),
+                deadline=deadline,
                 error=SinkError,
                 headers=headers,
                 timeout=(defaults.CONNECT_TIMEOUT, self._timeout),
                 allow_redirects=False,
                 **request,
             )
+        finally:
+            deadline.close()
+            transport.close()
         return response
 
 

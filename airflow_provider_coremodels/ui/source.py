@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.document import load_document
 from airflow_provider_coremodels.errors import SnapshotDocumentError
+from airflow_provider_coremodels.input_files import Unreadable, read_bounded
 from airflow_provider_coremodels.sinks.layout import HISTORY, HISTORY_ENTRY, LATEST
 
 #: The configuration the page reads: ``[coremodels] ui_snapshot_dir``.
@@ -124,7 +126,9 @@ def _read_directory(root: Path) -> Snapshot | Problem:
                 f"{snapshot.document.get('fingerprint')}), which stays the baseline."
             ),
         )
-        if isinstance(newer, Snapshot):
+        # Only a document over the cap stays out of latest.json: a newer-looking entry that holds
+        # its datasets (a capture time in the future, say) is no reason to show it instead.
+        if isinstance(newer, Snapshot) and newer.document.get("snapshotStored") is False:
             return newer
     return snapshot
 
@@ -166,7 +170,15 @@ def _read_file(path: Path, note: str | None = None) -> Snapshot | Problem:
         if cached is not None and cached[0] == key:
             snapshot = cached[1]
         else:
-            raw = path.read_bytes()
+            try:  # the bound every stored document is read within
+                raw = read_bounded(str(path), defaults.MAX_DOCUMENT_BYTES)
+            except Unreadable as exc:
+                return Problem(
+                    "The snapshot cannot be read",
+                    f"{path} {exc}.",
+                    f"Point {CONFIG_OPTION} at the directory (or a .json file) a CoreModels file sink wrote.",
+                    status=500,
+                )
             problem = _validate(path, raw)
             if problem is not None:
                 return problem

@@ -32,8 +32,8 @@ def etl(tmp_path: Path) -> Path:
                  [{"uri": "s3://lake/orders", "producing_tasks": [{"dag_id": "load_orders"}]}],
                  capturedAt="2026-11-30T06:00:00Z").read_text()
     )  # fmt: skip
-    FileSink(tmp_path / "etl-sink").push(document)
-    return tmp_path / "etl-sink"
+    FileSink(tmp_path / "etl").push(document)  # a plain source is named by its location: etl
+    return tmp_path / "etl"
 
 
 @pytest.fixture
@@ -88,12 +88,39 @@ def test_an_old_snapshot_is_merged_and_named(capsys, etl: Path, bi: Path) -> Non
     ) in out
 
 
-def test_a_snapshot_without_a_deployment_name_is_one_line_and_exit_2(capsys, etl: Path, bi: Path) -> None:
-    code, out, err = run(capsys, "merge", str(etl), str(bi))
-    assert (code, out) == (2, "")
-    assert err == (
-        f"error: snapshot {bi} names no deployment (state.deployment): export it with --deployment NAME, "
-        "or give it as NAME=PATH\n"
+def test_a_plain_source_is_named_by_its_location_never_by_its_document(
+    capsys, tmp_path: Path, etl: Path, bi: Path
+) -> None:
+    """A document naming itself as another deployment takes over nothing: the caller's list names
+    every deployment (NAME=PATH, else the path), and the claim is a record beside it."""
+    impostor = snapshot(
+        tmp_path / "impostor.json", "etl", [dag("intruder")], [], capturedAt="2026-12-01T06:00:00Z"
+    )
+    code, out, err = run(capsys, "merge", str(etl), f"bi={bi}", str(impostor), "--format", "json")
+    assert (code, err) == (0, "")
+    document = json.loads(out)
+    assert document["state"]["deployments"] == ["bi", "etl", "impostor"]
+    assert "impostor/intruder" in {d["identity"] for d in document["datasets"]}
+    assert any(
+        r["message"].startswith("deployment impostor: the snapshot at")
+        and "names itself 'etl'" in r["message"]
+        for r in document["lossiness"]
+    )
+
+
+def test_a_capture_time_in_the_future_is_clamped_to_the_merges_clock(
+    capsys, tmp_path: Path, etl: Path
+) -> None:
+    """A part that says it was captured in 9999 moves no judging time there, and says so."""
+    future = snapshot(tmp_path / "future.json", None, [dag("later")], [], capturedAt="9999-12-31T23:59:59Z")
+    code, out, err = run(capsys, "merge", str(etl), str(future), "--format", "json")
+    assert (code, err) == (0, "")
+    document = json.loads(out)
+    assert document["state"]["capturedAt"] < "2100"
+    assert (document["freshness"]["judgedAt"] or "") < "2100", document["freshness"]
+    assert any(
+        "captured at 9999-12-31T23:59:59Z, after the merge's clock" in r["message"]
+        for r in document["lossiness"]
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import datetime, timezone
 
 import pytest
 from support.helpers import as_served
@@ -174,9 +175,10 @@ def test_the_views_show_the_deployments_and_the_edges_between_them(two) -> None:
     old = dataclasses.replace(two[0], stale="its export did not succeed in this run")
     merged = merge([old, two[1]])
     document = build_document(merged, audit(merged))
-    line = "deployments: 2 merged (analytics, etl); stale: etl"
+    joined = f"1 asset across them: {ORDERS} (produced in etl, read in analytics)"
+    line = f"deployments: 2 merged (analytics, etl); {joined}; stale: etl"
     assert line in render_table(document).splitlines()
-    assert "Deployments: 2 merged (analytics, etl); stale: etl." in render_markdown(document)
+    assert f"Deployments: 2 merged (analytics, etl); {joined}; stale: etl." in render_markdown(document)
     graph = LineageGraph.from_document(document)
     assert graph.summary().endswith("2 edges (2 across deployments)")
     assert "==>" in to_mermaid(graph) and "-->" not in to_mermaid(graph)
@@ -202,3 +204,37 @@ def test_one_deployments_document_says_nothing_of_deployments() -> None:
     single = part("etl", [dag("a")], [producer("a")])
     document = build_document(single.estate, audit(single.estate))
     assert not any(line.startswith("deployments:") for line in render_table(document).splitlines())
+
+
+def test_every_asset_joining_deployments_says_who_produces_and_who_reads_it() -> None:
+    """A claim from another deployment is visible as such: the joining asset names the deployments
+    of its producers and consumers, and the views' deployments line repeats it."""
+    from airflow_provider_coremodels.core.render import deployments_line
+
+    merged = merge(
+        [part("etl", [dag("load")], [producer("load")]), part("bi", [dag("report")], [consumer("report")])]
+    )
+    asset = next(d for d in merged.datasets if d.identity == ORDERS)
+    assert (asset.metadata["airflow.producedIn"], asset.metadata["airflow.consumedIn"]) == ("etl", "bi")
+    line = deployments_line(build_document(merged, audit(merged)))
+    assert (
+        line
+        == f"deployments: 2 merged (bi, etl); 1 asset across them: {ORDERS} (produced in etl, read in bi)"
+    )
+
+
+def test_a_parts_times_are_never_later_than_the_merges_clock() -> None:
+    """A part dated in 9999 (its capture, its assets' updates) moves neither the merged capture time
+    nor another deployment's asset updates there; each clamp is a record."""
+    clock = datetime(2026, 12, 1, 6, 0, tzinfo=timezone.utc)
+    updated = {"last_asset_event": {"id": 1, "timestamp": "2026-11-20T00:00:00Z"}}
+    honest = part("etl", [dag("load")], [{**producer("load"), **updated}], captured_at="2026-12-01T05:00:00Z")
+    claim = {"uri": ORDERS, "last_asset_event": {"id": 2, "timestamp": "9999-12-31T00:00:00Z"}}
+    liar = part("evil", [dag("x")], [claim], captured_at="9999-12-31T23:59:59Z")
+    merged = merge([honest, liar], clock=clock)
+    assert merged.state.captured_at == "2026-12-01T06:00:00Z"
+    assert merged.freshness.asset_updates is not None
+    assert merged.freshness.asset_updates[ORDERS] <= "2026-12-01T06:00:00Z"
+    said = [r.message for r in merged.lossiness]
+    assert any("captured at 9999-12-31T23:59:59Z, after the merge's clock" in m for m in said)
+    assert any("dated after its capture" in m for m in said)

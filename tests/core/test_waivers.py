@@ -333,3 +333,19 @@ def test_waivers_do_not_change_the_fingerprint() -> None:
         estate, audit(estate, waivers=(Waiver("dag-no-owner", "*", "r", dt.date(2000, 1, 1)),), today=TODAY)
     )
     assert plain["fingerprint"] == waived["fingerprint"]
+
+
+def test_the_first_matching_waiver_in_file_order_wins_exact_or_glob() -> None:
+    """Indexed by code and subject (a long waiver file times many findings is no product), a
+    finding still takes the first waiver of the file that matches it, a glob before an exact one
+    where the glob comes first, and the exact one where it does."""
+    from airflow_provider_coremodels.core.findings import Finding, Severity
+    from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
+
+    finding = Finding("Conformance", Severity.WARNING, "dag-no-owner", "legacy_x", "m")
+    glob, exact = Waiver("dag-no-owner", "legacy_*", "glob"), Waiver("dag-no-owner", "legacy_x", "exact")
+    other = Waiver("dag-no-description", "legacy_x", "another code")
+    today = dt.date(2026, 12, 1)
+    assert apply_waivers([finding], [other, glob, exact], today)[0].waived.reason == "glob"
+    assert apply_waivers([finding], [other, exact, glob], today)[0].waived.reason == "exact"
+    assert apply_waivers([finding], [other], today)[0].waived is None

@@ -8,6 +8,8 @@ DAG, its tasks, no assets, aliases or warnings). The modes:
 ``gzip-bomb``        the DAG list as a gzip body that inflates to 1 GiB
 ``ignores-limit``    every DAG (``HUGE_DAGS`` of them) in one page, whatever ``limit`` says
 ``trickle``          the DAG list's headers at once, then its body one byte a second
+``header-trickle``   the DAG list's status line and headers one byte every 1.5 s (under the read timeout)
+``endless-headers``  the DAG list's status line, then header lines for ever, one every 0.5 s
 ``ignores-offset``   the same first page of DAGs at every offset, with an honest total
 ``assets-ignore-offset``  the same first page of assets at every offset
 ``endless``          pages of new DAGs for ever, the total growing with them
@@ -125,6 +127,8 @@ class _Handler(RequestHandler):
                 except OSError:
                     return None
             return None
+        if mode in ("header-trickle", "endless-headers"):
+            return self._slow_headers(mode)
         if mode == "ignores-offset":
             return self._json({"dags": [_dag(f"d{i:03d}") for i in range(100)], "total_entries": 300})
         if mode == "endless":
@@ -142,6 +146,25 @@ class _Handler(RequestHandler):
         if mode == "dot-ids":
             return self._json({"dags": [_dag("."), _dag("..")], "total_entries": 2})
         return self._json({"dags": [_dag("a")], "total_entries": 1})
+
+    def _slow_headers(self, mode: str) -> None:
+        """Headers that never finish in time, every byte (or line) inside the client's read timeout."""
+        if mode == "header-trickle":
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+            pieces, pause = [bytes([b]) for b in head], 1.5
+        else:
+            pieces = [b"HTTP/1.1 200 OK\r\n", *(f"X-Filler-{i}: x\r\n".encode() for i in range(10**6))]
+            pause = 0.5
+        self.close_connection = True
+        for piece in pieces:
+            try:
+                self.wfile.write(piece)
+                self.wfile.flush()
+            except OSError:
+                return None  # the client cut the connection: what it must do
+            if self.owner.stopping.wait(pause):
+                return None
+        return None
 
     def _json(self, value: Any, status: int = 200) -> None:
         self._send(status, json.dumps(value).encode(), {"Content-Type": "application/json"})

@@ -86,6 +86,27 @@ def test_a_newer_snapshot_over_the_cap_is_the_one_shown(tmp_path: Path) -> None:
     assert stored["fingerprint"] in found.note
 
 
+def test_a_future_dated_history_entry_with_its_datasets_is_not_shown_over_latest(tmp_path: Path) -> None:
+    """A history entry dated 9999 that holds its datasets is no snapshot over the cap: latest.json,
+    newer in fact, is shown, with no note claiming the other was stored without datasets."""
+    sink = FileSink(tmp_path)
+    sink.push(document("9999-12-31T23:59:59Z"))
+    newer = document("2026-11-29T06:00:00Z")
+    newer["datasets"] = newer["datasets"][:-1]
+    newer["fingerprint"] = "0123456789abcdef"
+    sink.push(newer)
+    found = snapshot(tmp_path)
+    assert found.path == tmp_path / LATEST and found.document["fingerprint"] == "0123456789abcdef"
+    assert found.note is None
+
+
+def test_a_huge_latest_json_is_refused_without_reading_it(tmp_path: Path) -> None:
+    with open(tmp_path / LATEST, "wb") as handle:
+        handle.truncate(3 << 30)  # 3 GB of holes
+    found = problem(tmp_path)
+    assert found.status == 500 and "is 3,221,225,472 bytes, over the 1,073,741,824-byte limit" in found.detail
+
+
 def test_history_alone_still_shows_its_newest_entry(tmp_path: Path) -> None:
     FileSink(tmp_path).push(document("2026-11-29T06:00:00Z"))
     (tmp_path / LATEST).unlink()
@@ -129,11 +150,15 @@ def test_an_unreadable_file_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     latest = tmp_path / LATEST
     if os.geteuid() == 0:
         # Root reads a file whatever its mode (CI runs as root), so the refusal is simulated
-        # where the page reads the bytes; elsewhere the file's mode really refuses it.
-        def refuse(self: Path) -> bytes:
-            raise PermissionError(13, "Permission denied", str(self))
+        # where the page opens the file; elsewhere the file's mode really refuses it.
+        real_open = os.open
 
-        monkeypatch.setattr(Path, "read_bytes", refuse)
+        def refuse(path: str, *args: Any, **kwargs: Any) -> int:
+            if str(path) == str(latest):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refuse)
     latest.chmod(0)
     try:
         found = problem(tmp_path)

@@ -1,0 +1,61 @@
+"""Run the command line as a user runs it, ``python -m airflow_provider_coremodels``, in a
+subprocess of its own, and measure what it cost: its wall time and its peak RSS.
+
+The peak is the process's own ``VmHWM``, the kernel's high-water mark of its memory, written at
+exit (``ru_maxrss`` would carry over the forking test process's).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_MEASURED = """
+import atexit, os, runpy, sys
+def peak():
+    hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    open(os.environ["PEAK_RSS_FILE"], "w").write(hwm.split()[1])
+atexit.register(peak)
+sys.argv = ["airflow_provider_coremodels", *sys.argv[1:]]
+runpy.run_module("airflow_provider_coremodels", run_name="__main__")
+"""
+
+
+@dataclass(frozen=True)
+class Measured:
+    code: int
+    out: str
+    err: str
+    seconds: float
+    peak_rss_mb: float
+
+
+def run_measured(
+    *arguments: str, env: dict[str, str] | None = None, cwd: str | Path | None = None, timeout: float = 120
+) -> Measured:
+    """``python -m airflow_provider_coremodels <arguments>``: its exit code, output, time and peak RSS."""
+    with tempfile.TemporaryDirectory(prefix="coremodels-measured-") as tmp:
+        peak = Path(tmp) / "peak-rss"
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-c", _MEASURED, *arguments],
+            capture_output=True,
+            env={**os.environ, **(env or {}), "PEAK_RSS_FILE": str(peak)},
+            cwd=cwd,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+        seconds = time.monotonic() - started
+        peak_mb = int(peak.read_text()) / 1024
+    return Measured(
+        result.returncode,
+        result.stdout.decode("utf-8", "replace"),
+        result.stderr.decode("utf-8", "replace"),
+        seconds,
+        peak_mb,
+    )
