@@ -33,7 +33,8 @@ from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.document import dataset_json, decode_stored, edge_json, finding_json
 from airflow_provider_coremodels.core.lineage import LineageGraph, Node, to_mermaid
 from airflow_provider_coremodels.core.model import ASSET, DAG, FIELD_TYPE, Dataset, Field
-from airflow_provider_coremodels.core.rules import BY_CODE, SEVERITY_ORDER, most_severe_first, severity_rank
+from airflow_provider_coremodels.core.policy import Policy, policy_json
+from airflow_provider_coremodels.core.rules import SEVERITY_ORDER, catalogue, most_severe_first, severity_rank
 from airflow_provider_coremodels.core.text import cut, inert, printable
 from airflow_provider_coremodels.core.waivers import WAIVER_EXPIRED, Waiver, apply_waivers
 from airflow_provider_coremodels.errors import CoreModelsError, SnapshotDocumentError
@@ -172,6 +173,7 @@ class _Head(msgspec.Struct, rename="camel"):
     lossiness: list[dict[str, Any]] = []
     snapshot_stored: bool = True
     freshness: Any = None  # read as leniently as the re-audit reads it
+    policy: Any = None  # the team's rules the findings were checked against (core/policy.py)
 
 
 def read_source(path: str) -> bytes:
@@ -267,11 +269,13 @@ class SnapshotQueries:
         baseline: str | None = None,
         today: dt.date | None = None,
         baseline_reader: Callable[[str], Baseline] = read_baseline,
+        policy: Policy | None = None,
     ) -> None:
         """Read the document ``data`` (from ``source``); with ``waivers``, re-audit it under them.
 
         Without waivers the findings are served as stored (with the waivers the export applied);
-        with them, the stored estate is audited again as ``audit --snapshot S --waivers W`` does.
+        with them, the stored estate is audited again as ``audit --snapshot S --waivers W`` does,
+        checked against the team's rules ``policy`` when given (``--rules``).
         ``baseline`` is read now, and its drift worked out once.
         """
         with gc_paused():
@@ -290,18 +294,24 @@ class SnapshotQueries:
             #: or the same file changed, replaces it, so memory holds at most two baselines.
             self._named_baseline: _LoadedBaseline | None = None
             self._given_baseline: _LoadedBaseline | None = None
-            if waivers:
+            if waivers or policy is not None:
                 if self.estate is None:
                     raise SnapshotDocumentError(
                         "was stored without datasets and lineage (it exceeded the snapshot cap): "
-                        "it cannot be audited again under --waivers",
+                        f"it cannot be audited again under {'--waivers' if waivers else '--rules'}",
                         source,
                     )
-                result = audit(self.estate, waivers=waivers, today=today)
+                result = audit(self.estate, waivers=waivers, today=today, policy=policy)
                 self.findings = [finding_json(f) for f in result.findings]
+                if result.policy is not None:
+                    self.head.policy = policy_json(result.policy)
+                elif isinstance(self.head.policy, dict):
+                    self.head.policy = None  # the stored rules' findings are gone with the re-audit
                 self.findings_source = (
                     f"re-audited under the waivers of {waivers_source or 'the waiver file'}"
-                )
+                    if waivers
+                    else "re-audited"
+                ) + (f" and the rules {policy.digest}" if policy is not None else "")
             else:
                 self.findings = head.findings
                 self.findings_source = "as stored in the snapshot"
@@ -319,6 +329,7 @@ class SnapshotQueries:
     # -- indexes, built once ----------------------------------------------------------------
 
     def _index(self) -> None:
+        self._rules = catalogue({"policy": self.head.policy})
         self._ranks = [severity_rank(f["severity"]) for f in self.findings]
         self._datasets: dict[str, dict[str, Dataset]] = defaultdict(dict)
         self.graph: LineageGraph | None = None
@@ -365,7 +376,7 @@ class SnapshotQueries:
 
     def _subjects(self, finding: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
         """The datasets, as (kind, identity), a finding is about; a task's finding is about its DAG."""
-        rule = BY_CODE.get(finding["code"])
+        rule = self._rules.get(finding["code"])
         subject = finding["subject"]
         about = rule.about if rule else "dataset"
         if about in ("dag", "dataset") and DAG in self._datasets.get(subject, {}):
@@ -488,11 +499,12 @@ class SnapshotQueries:
                 )
             least = severity_rank(canonical)
         if code:
-            known = set(BY_CODE) | {f["code"] for f in findings}
+            known = set(self._rules) | {f["code"] for f in findings}
             if code not in known:
                 raise QueryError(f"unknown finding code {_quoted(code)}{_close(code, sorted(known))}")
         if section:
-            known_sections = {rule.section for rule in BY_CODE.values()} | {f["section"] for f in findings}
+            known_sections = {rule.section for rule in self._rules.values()}
+            known_sections |= {f["section"] for f in findings}
             matched = {s for s in known_sections if s.lower() == section.strip().lower()}
             if not matched:
                 listed = ", ".join(cut(s, 100) for s in sorted(known_sections)[:20])

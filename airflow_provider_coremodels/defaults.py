@@ -30,6 +30,8 @@ CONNECT_TIMEOUT = 10.0
 RETRY_BUDGET = 600.0
 #: A waiver file larger than this is refused: waiver files are short lists written by people.
 MAX_WAIVER_FILE_BYTES = 16 << 20
+#: A rules file larger than this is refused, for the same reason.
+MAX_RULES_FILE_BYTES = 16 << 20
 #: The most one HTTP response body may hold once decompressed: a DAG page or one DAG's tasks is
 #: far less; a larger body (a gzip bomb, a runaway server) is refused, not inflated.
 MAX_RESPONSE_BYTES = 64 << 20

@@ -53,6 +53,12 @@ class WaiverFileError(InputError):
     what = "waiver file"
 
 
+class RulesFileError(InputError):
+    """A rules file (``--rules``, the operators' ``rules``) is malformed: refused whole, before a capture."""
+
+    what = "rules file"
+
+
 class CapabilityError(CoreModelsError):
     """The connector was asked for something its capabilities refuse."""
 

@@ -30,6 +30,7 @@ from airflow_provider_coremodels.core import (
 )
 from airflow_provider_coremodels.core.changes import FindingChanges, finding_changes, stored_findings
 from airflow_provider_coremodels.core.document import Document
+from airflow_provider_coremodels.core.policy import Policy
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import (
     ConnectionConfigError,
@@ -285,12 +286,14 @@ def export(
     stale_tolerance: float | None = None,
     deployment: str | None = None,
     progress: ProgressCallback | None = None,
+    policy: Policy | None = None,
 ) -> ExportResult:
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink.
 
     Freshness is judged at ``now`` (default: the capture time) with ``stale_tolerance`` (default 2).
     ``deployment`` names the deployment in the document's state. When a sink fails, every other
-    sink is still written, then ``SinksFailed`` is raised, carrying the result.
+    sink is still written, then ``SinksFailed`` is raised, carrying the result. ``policy`` is the
+    team's rules.
     """
     captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
     estate = captured.estate(include_asset_extra=include_asset_extra)
@@ -304,6 +307,7 @@ def export(
         waivers=waivers,
         now=now,
         tolerance=stale_tolerance,
+        policy=policy,
     )
     document = build_document(stored.estate, result, max_snapshot_bytes=max_snapshot_bytes)
     previous = stored_findings(stored.data) if stored.data is not None else None

@@ -24,6 +24,7 @@ from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.document import Document
 from airflow_provider_coremodels.core.freshness import format_time, parse_time
 from airflow_provider_coremodels.core.merge import Part, merge
+from airflow_provider_coremodels.core.policy import Policy
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
 from airflow_provider_coremodels.export import (
@@ -195,8 +196,11 @@ def merge_and_push(
     now: datetime | None = None,
     stale_tolerance: float | None = None,
     max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
+    policy: Policy | None = None,
 ) -> MergeResult:
     """Read every deployment's snapshot, merge, audit against the sinks' merged baseline, push.
+
+    ``policy``: the team's rules, run on the merged estate (a DAG's subject is its merged identity).
 
     One pause of the cyclic collector for all of it: each stage pauses it anyway, and pausing once
     spares a collection between stages over the millions of objects the previous one left.
@@ -212,6 +216,7 @@ def merge_and_push(
             now=now,
             stale_tolerance=stale_tolerance,
             max_snapshot_bytes=max_snapshot_bytes,
+            policy=policy,
         )
 
 
@@ -226,6 +231,7 @@ def _merge_and_push(
     now: datetime | None,
     stale_tolerance: float | None,
     max_snapshot_bytes: int,
+    policy: Policy | None = None,
 ) -> MergeResult:
     parts, missing = read_parts(sources, stale_before=stale_before, fresh=fresh, sink_conn_id=sink_conn_id)
     if not parts:
@@ -236,7 +242,15 @@ def _merge_and_push(
     if missing:
         estate = dataclasses.replace(estate, lossiness=(*estate.lossiness, *missing))
     baseline, estate, reason = baseline_of(sinks, estate)
-    result = audit(estate, baseline, no_baseline=reason, waivers=waivers, now=now, tolerance=stale_tolerance)
+    result = audit(
+        estate,
+        baseline,
+        no_baseline=reason,
+        waivers=waivers,
+        now=now,
+        tolerance=stale_tolerance,
+        policy=policy,
+    )
     # lean: the merged document is only written out (printed, pushed), never read field by field
     document = build_document(estate, result, max_snapshot_bytes=max_snapshot_bytes, lean=True)
     pushed = push_all(sinks, document)

@@ -3,7 +3,7 @@
 The pure core parses bytes; this is the I/O around it. Every file is read through one bounded
 reader that accepts regular files only (never a FIFO that blocks, nor ``/dev/zero``) and stops
 at a limit counted in bytes actually read. Every input fails the same way, with the file named
-beside the problem: the dags artifact and the documents and waiver files as errors (exit 2),
+beside the problem: the dags artifact and the documents, waiver and rules files as errors (exit 2),
 the tasks and datasets artifacts as lossiness records, since they never fail an audit.
 """
 
@@ -23,10 +23,12 @@ from airflow_provider_coremodels.core import (
     load_document,
     parse_artifacts,
 )
+from airflow_provider_coremodels.core.policy import Policy, parse_rules
 from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers
 from airflow_provider_coremodels.errors import (
     DagsArtifactError,
     InputError,
+    RulesFileError,
     SnapshotDocumentError,
     WaiverFileError,
 )
@@ -100,6 +102,11 @@ def read_waivers(path: str) -> tuple[Waiver, ...]:
     return read_input(path, parse_waivers, WaiverFileError, defaults.MAX_WAIVER_FILE_BYTES)
 
 
+def read_rules(path: str) -> Policy:
+    """Read and check a rules file; any problem is a RulesFileError naming it (CLI exit 2)."""
+    return read_input(path, parse_rules, RulesFileError, defaults.MAX_RULES_FILE_BYTES)
+
+
 def read_stored(path: str) -> bytes:
     """A stored snapshot document's bytes: the file itself, or the ``latest.json`` of the file
     sink's directory ``path`` names, each within the one bound; anything that cannot be read is a
@@ -133,8 +140,8 @@ def read_snapshot(path: str) -> StoredSnapshot:
         raise exc.with_source(path) from None
 
 
-def read_stored_estate(path: str) -> Estate:
-    """The estate of a stored snapshot, to re-audit; one stored over the cap has none."""
+def read_auditable(path: str) -> StoredSnapshot:
+    """A stored snapshot to re-audit (its estate, and which rules it was checked against)."""
     stored = read_snapshot(path)
     if stored.estate is None:
         raise SnapshotDocumentError(
@@ -142,7 +149,7 @@ def read_stored_estate(path: str) -> Estate:
             "there is nothing to re-audit; audit the artifacts instead",
             path,
         )
-    return stored.estate
+    return stored
 
 
 def read_baseline(path: str) -> Baseline:

@@ -31,6 +31,10 @@ their bytes released (the same subprocess as the floor, measured after the floor
 
 Estates are generated (``generate_estate.py``, seed 0) into a temporary directory, or into
 ``--estates DIR`` where they are kept and reused.
+
+With twenty rules (issue 26): the pipeline is timed a second time as ``audit --rules
+benchmarks/policy_rules.yaml`` runs it (the rules file read and checked, every rule run over the
+estate) and compared against the same floor; ``--no-rules`` leaves it out.
 """
 
 from __future__ import annotations
@@ -60,12 +64,15 @@ except ImportError:  # a checkout without the package installed: the core needs 
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
 from airflow_provider_coremodels.core.document import encode  # noqa: E402
+from airflow_provider_coremodels.core.policy import parse_rules  # noqa: E402
 from airflow_provider_coremodels.core.render import render_json  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from generate_estate import dag_count  # noqa: E402
 
 ARTIFACTS = ("dags", "tasks", "datasets")
+#: The twenty rules of the rules workload.
+RULES_FILE = HERE / "policy_rules.yaml"
 TARGET_TIME_RATIO = 1.0
 TARGET_MEMORY_RATIO = 1.5
 TARGET_SCALING = 1.15
@@ -102,12 +109,16 @@ def _parse(paths: dict[str, Path]) -> Any:
     return parse_artifacts(dags, tasks, datasets, lossiness=[])
 
 
-def pipeline(paths: dict[str, Path], stages: dict[str, float] | None = None) -> bytes:
-    """The offline audit path: read, parse, audit, build the document (fingerprint, cap), encode."""
+def pipeline(
+    paths: dict[str, Path], stages: dict[str, float] | None = None, rules: Path | None = None
+) -> bytes:
+    """The offline audit path: read, parse, audit, build the document (fingerprint, cap), encode;
+    with ``rules``, the rules file is read and checked first and run by the audit (``--rules``)."""
     t0 = time.perf_counter()
+    policy = parse_rules(rules.read_bytes()) if rules is not None else None
     estate = _parse(paths)
     t1 = time.perf_counter()
-    result = audit(estate, None)
+    result = audit(estate, None, policy=policy)
     t2 = time.perf_counter()
     document = build_document(estate, result)
     t3 = time.perf_counter()
@@ -144,20 +155,33 @@ def _timed(func: Callable[[], Any], cpu: list[float] | None = None) -> float:
     return elapsed
 
 
-def time_size(paths: dict[str, Path], repeat: int) -> dict[str, Any]:
-    """Floor, strict floor and pipeline, interleaved, ``repeat`` times each after a warm-up."""
-    wall: dict[str, list[float]] = {"floor": [], "floor_gc_off": [], "pipeline": []}
-    cpu: dict[str, list[float]] = {"floor": [], "floor_gc_off": [], "pipeline": []}
+def time_size(paths: dict[str, Path], repeat: int, rules: bool = True) -> dict[str, Any]:
+    """Floor, strict floor and pipeline (and with twenty rules), interleaved, ``repeat`` times each
+    after a warm-up."""
+    kinds = ["floor", "floor_gc_off", "pipeline", *(["pipeline_rules"] if rules else [])]
+    wall: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cpu: dict[str, list[float]] = {kind: [] for kind in kinds}
     stage_runs = []
+    rule_audits = []
     _timed(lambda: floor(paths))  # warm-up: page cache, allocator arenas
     _timed(lambda: pipeline(paths))
+    if rules:
+        _timed(lambda: pipeline(paths, rules=RULES_FILE))
     for _ in range(repeat):
         wall["floor"].append(_timed(lambda: floor(paths), cpu["floor"]))
         wall["floor_gc_off"].append(_timed(lambda: floor_gc_off(paths), cpu["floor_gc_off"]))
         stages: dict[str, float] = {}
         wall["pipeline"].append(_timed(lambda stages=stages: pipeline(paths, stages), cpu["pipeline"]))
         stage_runs.append(stages)
+        if rules:
+            with_rules: dict[str, float] = {}
+            wall["pipeline_rules"].append(
+                _timed(lambda s=with_rules: pipeline(paths, s, RULES_FILE), cpu["pipeline_rules"])
+            )
+            rule_audits.append(with_rules["audit"])
     medians = {k: statistics.median(run[k] for run in stage_runs) for k in stage_runs[0]}
+    if rules:
+        medians["audit with 20 rules"] = statistics.median(rule_audits)
     medians["render_json"] = time_render_json(paths)
     out: dict[str, Any] = {name: statistics.median(times) for name, times in wall.items()}
     out.update({f"{name}_cpu": statistics.median(times) for name, times in cpu.items()})
@@ -281,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--estates", help="keep and reuse generated estates in this directory")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
+    parser.add_argument("--no-rules", action="store_true", help="skip the pipeline with twenty rules")
     parser.add_argument("--profile", action="store_true", help="profile one pipeline run at the largest size")
     parser.add_argument("--json", help="also write the raw results to this file")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "METHOD", "DIR"), help=argparse.SUPPRESS)
@@ -304,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
                 "bytes": sum(p.stat().st_size for p in paths.values()),
             }
             print(f"{size}: {row['dags']:,} DAGs, {mb(row['bytes'])} MB of artifacts ...", flush=True)
-            row.update(time_size(paths, args.repeat))
+            row.update(time_size(paths, args.repeat, rules=not args.no_rules))
+            if not args.no_rules:
+                row["policy_findings"] = policy_finding_count(paths)
             if not args.no_memory:
                 for method in ("rss", "tracemalloc"):
                     row[f"floor_{method}"] = measure_memory(paths["dags"].parent, "floor", method)
@@ -319,6 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def policy_finding_count(paths: dict[str, Path]) -> int:
+    """How many findings the twenty rules give (untimed): the rules must do real work."""
+    estate = _parse(paths)
+    result = audit(estate, None, policy=parse_rules(RULES_FILE.read_bytes()))
+    return sum(1 for finding in result.findings if finding.section == "Policy")
+
+
 def report(results: dict[str, dict[str, Any]], sizes: list[str]) -> None:
     print("\nTime (median seconds)")
     print("| size | DAGs | MB in | floor: read + json.loads | pipeline "
@@ -330,6 +364,17 @@ def report(results: dict[str, dict[str, Any]], sizes: list[str]) -> None:
         print(f"| {size} | {r['dags']:,} | {mb(r['bytes'])} | {r['floor']:.3f} | {r['pipeline']:.3f} "
               f"| {r['pipeline'] / r['floor']:.2f} | {r['floor_gc_off']:.3f} "
               f"| {r['pipeline'] / r['floor_gc_off']:.2f} |")  # fmt: skip
+
+    if "pipeline_rules" in results[sizes[0]]:
+        print(f"\nWith twenty rules (audit --rules {RULES_FILE.name}; median seconds)")
+        print("| size | policy findings | pipeline | pipeline + 20 rules | time ratio with rules "
+              f"(target at L <= {TARGET_TIME_RATIO}) | audit | audit with 20 rules |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for size in sizes:
+            r = results[size]
+            print(f"| {size} | {r['policy_findings']:,} | {r['pipeline']:.3f} | {r['pipeline_rules']:.3f} "
+                  f"| {r['pipeline_rules'] / r['floor']:.2f} | {r['stages']['audit']:.3f} "
+                  f"| {r['stages']['audit with 20 rules']:.3f} |")  # fmt: skip
 
     print("\nCPU time of the same runs (median seconds of this process's CPU: less sensitive to other load)")
     print("| size | floor | pipeline | time ratio | strict floor (GC off) | pipeline / strict floor |")
@@ -374,6 +419,10 @@ def report(results: dict[str, dict[str, Any]], sizes: list[str]) -> None:
     if "L" in results:
         r = results["L"]
         checks = [("time ratio at L", r["pipeline"] / r["floor"], TARGET_TIME_RATIO)]
+        if "pipeline_rules" in r:
+            checks.append(
+                ("time ratio at L with 20 rules", r["pipeline_rules"] / r["floor"], TARGET_TIME_RATIO)
+            )
         if "pipeline_rss" in r:
             checks.append(("peak RSS / holding at L", r["pipeline_rss"]["peak"] / r["floor_rss"]["held"],
                            TARGET_MEMORY_RATIO))  # fmt: skip

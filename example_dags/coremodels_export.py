@@ -10,7 +10,8 @@ The sinks come from the Airflow Variable ``coremodels_sinks`` (comma-separated: 
 ``s3://bucket/prefix``, ``https://`` endpoints). For the CoreModels page of the Airflow UI, make
 one of them the directory the API server reads (``[coremodels] ui_snapshot_dir``) on a volume
 the workers share. Unset, the export audits and logs, but stores nothing, and says so. The
-Variable ``coremodels_waivers``, if set, is the path of a waiver file (YAML or JSON).
+Variable ``coremodels_waivers``, if set, is the path of a waiver file (YAML or JSON), and
+``coremodels_rules`` the path of the team's rules file (docs/findings.md, "The team's own rules").
 
 Safe to copy as it is: one run at a time, stopped after 30 minutes (a capture gives up by itself
 within its 10-minute budget). A capture retries transient failures itself; add task retries
@@ -41,4 +42,5 @@ with DAG(
         sinks="{{ var.value.get('coremodels_sinks', '') }}",
         fail_on="never",
         waivers="{{ var.value.get('coremodels_waivers', '') }}",
+        rules="{{ var.value.get('coremodels_rules', '') }}",
     )

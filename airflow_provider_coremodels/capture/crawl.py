@@ -129,7 +129,7 @@ class _List:
     path: str
     key: str
     order_by: str
-    id_key: str
+    id_key: str | tuple[str, ...]  # what tells two items apart: a key, or keys together
     params: dict[str, Any] = field(default_factory=dict)
     required: bool = False
     on_item: Callable[[Any], None] | None = None
@@ -154,6 +154,19 @@ class _List:
 
 
 _NOTHING = object()
+
+#: Lists whose items are reduced even for ``capture --out`` (which keeps every other object as the
+#: server sent it): a traceback or a warning can quote anything a DAG file holds, a secret too.
+_ALWAYS_REDUCED = ("import_errors", "dag_warnings")
+
+
+def _item_id(raw: Any, id_key: str | tuple[str, ...]) -> Any:
+    if not isinstance(raw, dict):
+        return None
+    if isinstance(id_key, str):
+        return raw.get(id_key)
+    values = tuple(raw.get(key) for key in id_key)
+    return None if any(value is None for value in values) else values
 
 
 def _answer(future: Future[Any], find: Callable[[dict[str, Any]], Any], lack: str) -> tuple[Any, str | None]:
@@ -242,7 +255,8 @@ class _Crawl:
         lists = [dags, assets, errors]
         if self.v2:  # Airflow 2 has neither asset aliases in its API nor DAG warnings
             aliases = _List("/assets/aliases", "asset_aliases", "id", "id")
-            warnings = _List("/dagWarnings", "dag_warnings", "dag_id", "dag_id")
+            # Airflow keeps one warning per (DAG, type): a DAG may have an asset conflict and another
+            warnings = _List("/dagWarnings", "dag_warnings", "dag_id", ("dag_id", "warning_type"))
             # the assets Airflow refused to activate hide from the default list (core/conflicts.py)
             every_asset = _List("/assets", "assets", "id", "id", params={"only_active": "false"})
             # the DAGs whose latest run failed (freshness): one filtered list, not a request per DAG
@@ -502,13 +516,13 @@ class _Crawl:
             listing.ended = True
         new = 0
         for raw in items:
-            item_id = raw.get(listing.id_key) if isinstance(raw, dict) else None
+            item_id = _item_id(raw, listing.id_key)
             if item_id is None or item_id in listing.items:
                 continue  # a page boundary moved under a concurrent change: already have it
             new += 1
             if listing.ids_only:
                 listing.items[item_id] = None
-            elif self.keep_raw and listing.key != "import_errors":  # a traceback is never kept whole
+            elif self.keep_raw and listing.key not in _ALWAYS_REDUCED:
                 listing.items[item_id] = raw
             else:
                 listing.items[item_id] = self._reduce(listing.key, raw)
@@ -573,7 +587,7 @@ class _Crawl:
         if key == "dags":
             return reduce_dag(raw)
         if key == "dag_warnings":
-            return reduce_warning(raw)
+            return scrubbed_warning(raw)
         if key == "asset_aliases":
             return {"name": raw.get("name")} if isinstance(raw, dict) else raw
         return reduce_asset(raw, keep_extra=self.keep_asset_extra)
@@ -778,6 +792,16 @@ def reduce_import_error(raw: Any) -> Any:
     trace = raw.get("stack_trace")
     if isinstance(trace, str):
         kept["stack_trace"] = SECRETS.scrub(error_line(trace))
+    return kept
+
+
+def scrubbed_warning(raw: Any) -> Any:
+    """A DAG warning as the capture keeps it, raw or not: its DAG, type and message, the message
+    scrubbed of the secrets this run knows. A runtime-varying-value warning quotes lines of the DAG
+    file, which may hold anything; the parse bounds what a finding shows of it."""
+    kept = reduce_warning(raw)
+    if isinstance(kept, dict) and isinstance(kept.get("message"), str):
+        kept["message"] = SECRETS.scrub(kept["message"])
     return kept
 
 

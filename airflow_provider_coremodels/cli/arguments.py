@@ -64,6 +64,14 @@ WAIVERS = ArgSpec(
         "help": "a YAML or JSON waiver file: the findings it covers are reported as waived, never failing",
     },
 )
+RULES = ArgSpec(
+    ("--rules",),
+    {
+        "metavar": "FILE",
+        "help": "a YAML or JSON rules file: the team's own rules, each a policy-... finding where it "
+        "does not hold (read before anything is captured)",
+    },
+)
 SOURCE_ROOT = ArgSpec(
     ("--source-root",),
     {
@@ -298,6 +306,7 @@ AUDIT_INPUTS = (
     ),
     BASELINE,
     WAIVERS,
+    RULES,
 )
 
 
@@ -447,6 +456,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *RETENTION,
             BASELINE,
             WAIVERS,
+            RULES,
             *FRESHNESS,
             FORMAT,
             *OPENLINEAGE,
@@ -484,6 +494,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *SINKS,
             *RETENTION,
             WAIVERS,
+            RULES,
             *FRESHNESS,
             DEPLOYMENT,
             FORMAT,
@@ -588,6 +599,14 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 },
             ),
             WAIVERS,
+            ArgSpec(
+                ("--rules",),
+                {
+                    "metavar": "FILE",
+                    "help": "re-audit the snapshot against this rules file (with --waivers too, if given) "
+                    "instead of serving its stored findings",
+                },
+            ),
         ),
     ),
     CommandSpec(

@@ -22,9 +22,10 @@ from airflow_provider_coremodels.core.text import printable
 from airflow_provider_coremodels.errors import CoreModelsError, SinkError, SinksFailed, UsageError
 from airflow_provider_coremodels.input_files import (
     read_artifacts,
+    read_auditable,
     read_baseline,
+    read_rules,
     read_stored,
-    read_stored_estate,
     read_waivers,
 )
 
@@ -78,8 +79,16 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
             f"{command} takes either --dags (with --tasks and --datasets) or --snapshot, not both"
         )
     waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
+    no_policy = None
     if args.snapshot:
-        estate = read_stored_estate(args.snapshot)
+        stored = read_auditable(args.snapshot)
+        estate = stored.estate
+        if policy is None and stored.policy_digest:
+            no_policy = (
+                f"the snapshot was checked against rules {stored.policy_digest}; give --rules to check "
+                "them again"
+            )
     elif args.dags:
         estate = read_artifacts(
             args.dags,
@@ -91,12 +100,15 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
     else:
         raise UsageError(f"{command} needs --dags F (with --tasks and --datasets) or --snapshot S")
     baseline = read_baseline(args.baseline) if args.baseline else None
+    assert estate is not None  # read_auditable refuses a snapshot without one
     result = run_audit(
         estate,
         baseline,
         waivers=waivers,
         now=getattr(args, "now", None),
         tolerance=getattr(args, "stale_tolerance", None),
+        policy=policy,
+        no_policy=no_policy,
     )
     return build_document(estate, result, **build)
 
@@ -107,6 +119,7 @@ def merge(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.federation import Source, merge_and_push
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
     _airflow_logs_to_stderr(args)
     with _stdout_to_stderr():
         sinks = open_sinks(
@@ -126,6 +139,7 @@ def merge(args: argparse.Namespace) -> int:
                 now=args.now,
                 stale_tolerance=args.stale_tolerance,
                 max_snapshot_bytes=args.max_snapshot_bytes,
+                policy=policy,
             )
         except SinksFailed as failure:  # every other sink was written: the output is still due
             result = failure.result
@@ -174,7 +188,9 @@ def export(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.export import open_sinks
 
     _airflow_logs_to_stderr(args)
+    # the files a team writes are checked before anything is captured: a bad one is exit 2 at once
     waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
     source = api_source(args)
     retry = retry_policy(args)
     with _stdout_to_stderr():
@@ -199,6 +215,7 @@ def export(args: argparse.Namespace) -> int:
                     client,
                     sinks,
                     max_snapshot_bytes=args.max_snapshot_bytes,
+                    policy=policy,
                     include_asset_extra=args.include_asset_extra,
                     waivers=waivers,
                     now=args.now,
@@ -522,8 +539,9 @@ def mcp(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.assistant import SnapshotQueries
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
     queries = SnapshotQueries.open(
-        args.snapshot, waivers=waivers, waivers_source=args.waivers, baseline=args.baseline
+        args.snapshot, waivers=waivers, waivers_source=args.waivers, baseline=args.baseline, policy=policy
     )
     facts = queries.facts(lossiness_limit=1)["facts"] or {}  # counted, not as the document claims
     fingerprint = (queries.head.fingerprint or "none")[:64]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from airflow_provider_coremodels.core.model import (
     DOC_MD_KEY,
     VIA_ALIAS,
     VIA_INLET,
+    WARNINGS_KEY,
     WATCHED_KEY,
     WATCHED_UNKNOWN,
     BrokenFile,
@@ -33,6 +35,7 @@ from airflow_provider_coremodels.core.model import (
     Finding,
     Materialization,
 )
+from airflow_provider_coremodels.core.policy import Policy, PolicyStatus, check_policy
 from airflow_provider_coremodels.core.rules import make_finding
 from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
 
@@ -66,6 +69,8 @@ class AuditResult:
     #: The estate's broken files as judged: with the assets their DAGs produced in the baseline
     #: (what the document stores, so a re-audit without that baseline says the same).
     import_errors: tuple[BrokenFile, ...] = ()
+    #: How the team's rules ran (``policy.py``); None when no rules were given and none are missed.
+    policy: PolicyStatus | None = None
 
 
 @gc_paused()
@@ -78,10 +83,14 @@ def audit(
     today: dt.date | None = None,
     now: dt.datetime | None = None,
     tolerance: float | None = None,
+    policy: Policy | None = None,
+    no_policy: str | None = None,
 ) -> AuditResult:
     """Run every rule, apply the waivers; findings come back sorted by (section, code, subject).
 
     ``no_baseline`` is the reason recorded when there is no baseline to compare against.
+    ``policy`` is the team's rules (a rules file, ``policy.py``), run on the team's DAGs; without
+    it, ``no_policy`` says why none ran where that is worth saying (a snapshot checked before).
     ``today`` decides which waivers have expired (default: today's date in UTC). ``now`` is
     when freshness is judged and ``tolerance`` how many cadences old an asset may grow (default:
     as a stored document was judged, else the capture time and 2), so a re-audit gives the same
@@ -92,6 +101,11 @@ def audit(
     notes = Notes(alternative_inputs(estate), estate.unconfirmed_inlets(), sides, assets_by_uri(estate))
     broken = recall_outlets(estate.import_errors, baseline.estate if baseline is not None else None)
     findings = list(conformance(estate, dags, sides, notes, broken))
+    policy_status = PolicyStatus(None, reason=no_policy) if no_policy else None
+    if policy is not None:
+        team = (dag for dag in dags.values() if example_bundle(dag) is None)
+        said, policy_status = check_policy(team, policy, estate.state.deployment)
+        findings.extend(said)
     fresh, freshness_status = judge(
         estate,
         sides,
@@ -115,7 +129,7 @@ def audit(
     if waivers:
         findings = apply_waivers(findings, waivers, today or dt.datetime.now(dt.timezone.utc).date())
     findings.sort(key=lambda f: (f.section, f.code, f.subject, f.detail or ""))
-    return AuditResult(tuple(findings), status, freshness_status, broken)
+    return AuditResult(tuple(findings), status, freshness_status, broken, policy_status)
 
 
 def capture_time(estate: Estate) -> dt.datetime | None:
@@ -172,6 +186,8 @@ def conformance(
             yield finding
         if finding := dag_no_owner(dag):
             yield finding
+        if WARNINGS_KEY in dag.metadata:
+            yield from airflow_warnings(dag)
     for bundle in sorted(examples):
         yield examples_loaded(bundle, sorted(examples[bundle]))
     starved_by = _starved_by(broken, sides)
@@ -263,6 +279,25 @@ def dag_no_owner(dag: Dataset) -> Finding | None:
         return None
     detail = f"owners: {owners}" if owners else "owners: none"
     return make_finding("dag-no-owner", dag.identity, detail)
+
+
+def airflow_warnings(dag: Dataset) -> Iterator[Finding]:
+    """One finding per DAG warning Airflow reports on the DAG (asset conflicts aside: they have
+    their own rule), its detail the warning's type and message as the parse kept them."""
+    for kind, message in read_warnings(dag.metadata.get(WARNINGS_KEY, "")):
+        yield make_finding("airflow-warning", dag.identity, f"{kind}: {message}" if message else kind)
+
+
+def read_warnings(text: str) -> list[tuple[str, str]]:
+    """``WARNINGS_KEY``'s value read back, sorted by type; anything but ``{type: message}`` reads as none
+    (a hand-edited document)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(value, dict):
+        return []
+    return sorted((k, v) for k, v in value.items() if isinstance(k, str) and k and isinstance(v, str))
 
 
 def asset_unproduced(

@@ -7,6 +7,7 @@ hashes the governed content only, so an unchanged estate always hashes the same.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import operator
@@ -39,6 +40,7 @@ from airflow_provider_coremodels.core.model import (
     NonEmptyText,
     State,
 )
+from airflow_provider_coremodels.core.policy import policy_json
 from airflow_provider_coremodels.core.rules import FRESHNESS
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 
@@ -265,6 +267,10 @@ def _build_document(estate: Estate, result: AuditResult, max_snapshot_bytes: int
         # fingerprint, like an error's wording; what they change in the lineage is inside it
         "importErrors": [import_error_json(b) for b in result.import_errors or estate.import_errors],
     }
+    if result.policy is not None:
+        # the team's rules as they ran (core/policy.py): what each is, for every view; outside the
+        # fingerprint, like the waivers: the estate is the same whichever rules judge it
+        document["policy"] = policy_json(result.policy)
     # len(encode(document)), without encoding the datasets and lineage once more
     size = len(encode({**document, "datasets": [], "lineage": []})) - len(b"[][]") + governed_bytes
     if size > max_snapshot_bytes:
@@ -298,6 +304,8 @@ class StoredSnapshot:
     fingerprint: str | None
     state: State
     estate: Estate | None
+    #: The digest of the team's rules the stored findings were checked against, if any.
+    policy_digest: str | None = None
 
     def as_baseline(self) -> Baseline:
         return Baseline(self.fingerprint, self.estate)
@@ -419,9 +427,10 @@ def _read_checked(data: bytes | str) -> StoredSnapshot:
         reader.broken_file(raw, f"importErrors[{i}]")
         for i, raw in enumerate(reader.arr(doc.get("importErrors", []), "importErrors"))
     )
-    return _stored(
+    stored = _stored(
         stored_fingerprint, state, datasets, lineage, lossiness, doc.get("freshness"), version, broken
     )
+    return dataclasses.replace(stored, policy_digest=_policy_digest(doc.get("policy")))
 
 
 def _as_read(records: Iterable[Lossiness]) -> list[Lossiness]:
@@ -528,6 +537,7 @@ class _StoredDocument(msgspec.Struct, rename="camel"):
     lossiness: list[_StoredLossiness] = []
     freshness: Any = None
     import_errors: list[_StoredBrokenFile] = []
+    policy: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_StoredDocument)
@@ -585,7 +595,13 @@ def _read_typed(data: bytes | str) -> StoredSnapshot | None:
         BrokenFile(b.file, b.path, b.error, b.bundle, tuple(sorted(b.dags)), _outlet_pairs(b.outlets))
         for b in doc.import_errors
     )
-    return _stored(doc.fingerprint, state, datasets, lineage, lossiness, doc.freshness, 2, broken)
+    stored = _stored(doc.fingerprint, state, datasets, lineage, lossiness, doc.freshness, 2, broken)
+    return dataclasses.replace(stored, policy_digest=_policy_digest(doc.policy))
+
+
+def _policy_digest(part: Any) -> str | None:
+    digest = part.get("digest") if isinstance(part, dict) else None
+    return digest if isinstance(digest, str) and digest else None
 
 
 def _outlet_pairs(outlets: Mapping[str, Iterable[str]]) -> tuple[tuple[str, str], ...]:

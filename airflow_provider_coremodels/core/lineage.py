@@ -21,7 +21,7 @@ from html import escape
 from typing import Any, Literal
 
 from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.rules import BY_CODE, severity_rank
+from airflow_provider_coremodels.core.rules import catalogue, severity_rank
 from airflow_provider_coremodels.core.text import printable
 
 NodeKind = Literal["dag", "asset", "external"]
@@ -114,9 +114,10 @@ class LineageGraph:
         # Open findings by the node they are about. A DAG and an asset may share a name, so
         # the rule says which; a code this version does not know may be about either.
         open_findings: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        rules = catalogue(document)
         for finding in document.get("findings", []):
             if not finding.get("waived"):
-                rule = BY_CODE.get(finding["code"])
+                rule = rules.get(finding["code"])
                 for kind in _NODE_KINDS.get(rule.about if rule else "dataset", ()):
                     open_findings[_key(kind, finding["subject"])].append(finding)
 

@@ -26,7 +26,7 @@ from airflow_provider_coremodels.core.render import (
     severity_counts,
     subject_text,
 )
-from airflow_provider_coremodels.core.rules import BY_CODE, COVERAGE, DRIFT, most_severe_first
+from airflow_provider_coremodels.core.rules import COVERAGE, DRIFT, POLICY, catalogue, most_severe_first
 from airflow_provider_coremodels.core.text import printable
 
 MAX_ROWS = 50  # per table
@@ -92,14 +92,17 @@ def render_markdown(
         out.append("</details>")
         out.append("")
     codes = sorted({f["code"] for f in findings})
+    rules = catalogue(document)
     if codes:
         out.append("<details><summary>What the codes mean</summary>")
         out.append("")
         for code in codes:
-            rule = BY_CODE.get(code)
+            rule = rules.get(code)
             message = next(f["message"] for f in findings if f["code"] == code)
             line = f"- {_code(code)}: {_text(message)}"
-            if rule:
+            if rule and rule.section == POLICY:
+                line += f" {_text(rule.help)}"  # the rules file's words: text, never markdown of ours
+            elif rule:
                 line += f" {rule.help}"  # our own markdown, from the catalogue
             out.append(line)
         out.append("")

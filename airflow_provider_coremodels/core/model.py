@@ -88,6 +88,13 @@ DISPLAY_NAME_KEY = "airflow.displayName"
 #: "true" for a DAG documented in ``doc_md`` (which counts as its description).
 DOC_MD_KEY = "airflow.docMd"
 
+#: A DAG's ``max_active_runs``, and a task's ``retries``, where the API gives them (whole numbers as text).
+MAX_ACTIVE_RUNS_KEY = "airflow.maxActiveRuns"
+RETRIES_KEY = "airflow.retries"
+#: The DAG warnings Airflow reports on a DAG, other than asset conflicts (``airflow.assetConflict``):
+#: canonical JSON of ``{warning type: message}``, each message scrubbed and bounded by the parse.
+WARNINGS_KEY = "airflow.warnings"
+
 #: Whether watchers (event-driven triggers) update an asset: "true", or WATCHED_UNKNOWN where the
 #: API cannot tell (absent: none is registered, and one could be).
 WATCHED_KEY = "airflow.watched"

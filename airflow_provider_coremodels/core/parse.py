@@ -37,10 +37,13 @@ from airflow_provider_coremodels.core.model import (
     DAG,
     DISPLAY_NAME_KEY,
     DOC_MD_KEY,
+    MAX_ACTIVE_RUNS_KEY,
+    RETRIES_KEY,
     STALE_TOLERANCE_KEY,
     VIA_ALIAS,
     VIA_INLET,
     VIA_REF,
+    WARNINGS_KEY,
     Dataset,
     Edge,
     Estate,
@@ -59,6 +62,7 @@ from airflow_provider_coremodels.core.references import (
 )
 from airflow_provider_coremodels.core.text import quoted_some as _some
 from airflow_provider_coremodels.core.text import utf8_safe as _clean
+from airflow_provider_coremodels.core.text import warning_label, warning_text
 from airflow_provider_coremodels.errors import DagsArtifactError
 
 log = logging.getLogger(__name__)
@@ -118,6 +122,7 @@ class _Dag(TypedDict, total=False):
     dataset_expression: Any  # Airflow 2's name for it
     doc_md: Any  # from /dags/{dag_id}/details, for DAGs without a description
     dag_display_name: Any
+    max_active_runs: Any  # read by the team's rules (core/policy.py)
     is_stale: Any  # a stale DAG (core/broken.py); these two also tell the API generation apart
     is_active: Any
     has_import_errors: Any
@@ -154,6 +159,7 @@ class _Task(TypedDict, total=False):
     task_id: Any
     operator_name: Any
     owner: Any
+    retries: Any  # read by the team's rules (core/policy.py)
     class_ref: Any
 
 
@@ -420,8 +426,11 @@ def build_estate(
             )
         )
 
+    warned = _dag_warnings(dags, dag_raws.keys(), records)
     dag_datasets = [
-        _dag_dataset(dag_id, raw, dag_fields[dag_id], conditions.get(dag_id), conflicts.get(dag_id))
+        _dag_dataset(
+            dag_id, raw, dag_fields[dag_id], conditions.get(dag_id), conflicts.get(dag_id), warned.get(dag_id)
+        )
         for dag_id, raw in dag_raws.items()
     ]
     all_datasets = sorted([*assets.values(), *dag_datasets], key=lambda d: (d.materialization, d.identity))
@@ -530,9 +539,10 @@ def _dag_dataset(
     fields: Mapping[str, Field],
     condition: str | None,
     conflicts: str | None,
+    warnings: str | None = None,
 ) -> Dataset:
     """A DAG as a dataset; ``condition`` is its asset condition as text, ``conflicts`` its asset
-    conflict warning (both read by the audit)."""
+    conflict warning, ``warnings`` its other DAG warnings (all three read by the audit)."""
     metadata: dict[str, str] = {}
     paused = raw.get("is_paused")
     if isinstance(paused, bool):
@@ -559,6 +569,11 @@ def _dag_dataset(
     doc = raw.get("doc_md")
     if isinstance(doc, str) and doc.strip():
         metadata[DOC_MD_KEY] = "true"  # documented: the text itself stays in Airflow
+    runs = _whole(raw.get("max_active_runs"))
+    if runs is not None:
+        metadata[MAX_ACTIVE_RUNS_KEY] = runs
+    if warnings:
+        metadata[WARNINGS_KEY] = warnings
     return Dataset(
         identity=dag_id,
         name=dag_id,
@@ -721,7 +736,20 @@ def _field(raw: Any) -> Field | None:
     )
     owner = _text(raw.get("owner"))
     owner = owner.strip() if owner else None
-    return Field(name=task_id, native_type=native_type, metadata={"airflow.owner": owner} if owner else {})
+    metadata = {"airflow.owner": owner} if owner else {}
+    retries = _whole(raw.get("retries"))
+    if retries is not None:
+        metadata[RETRIES_KEY] = retries
+    return Field(name=task_id, native_type=native_type, metadata=metadata)
+
+
+def _whole(value: Any) -> str | None:
+    """A whole number of the API as text (Airflow 3 sends ``retries`` as ``0.0``); None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not (value.is_integer() and 0 <= value < 2**53):
+        return None
+    return str(int(value)) if value >= 0 else None
 
 
 # -- datasets / assets and their lineage ---------------------------------------------------
@@ -1141,6 +1169,43 @@ def _asset_conflicts(
                 line for line in message.splitlines() if line not in unreadable
             )
     return {dag_id: "\n".join(sorted(set(lines))) for dag_id, lines in found.items()}
+
+
+#: The most DAG warnings kept per DAG: Airflow keeps one per warning type, and knows three types.
+MAX_WARNINGS_PER_DAG = 10
+
+
+def _dag_warnings(doc: Any, described: Iterable[str], records: list[Lossiness]) -> dict[str, str]:
+    """The DAG warnings riding in the dags artifact other than asset conflicts (``non-existent
+    pool``, ``runtime varying value``), by DAG: canonical JSON of ``{type: message}``, each message
+    scrubbed of credentials in URLs and cut to a line (``warning_text``)."""
+    warnings = doc.get("dag_warnings") if isinstance(doc, dict) else None
+    described = set(described)
+    found: dict[str, dict[str, str]] = {}
+    dropped: dict[str, int] = {}
+    for warning in warnings if isinstance(warnings, list) else ():
+        if not isinstance(warning, dict):
+            continue
+        kind = _text(warning.get("warning_type"))
+        dag_id, message = _text(warning.get("dag_id")), _text(warning.get("message"))
+        if not kind or not kind.strip() or kind == ASSET_CONFLICT or not dag_id:
+            continue
+        if dag_id not in described:
+            said = f"a {warning_label(kind)} DAG warning names DAG '{dag_id}', which is not in the estate"
+            records.append(Lossiness("dags", said, dag_id))
+            continue
+        kept = found.setdefault(dag_id, {})
+        label = warning_label(kind)
+        if label in kept:
+            continue  # the same warning twice (a page boundary moved): Airflow keeps one per type
+        if len(kept) >= MAX_WARNINGS_PER_DAG:
+            dropped[dag_id] = dropped.get(dag_id, 0) + 1
+            continue
+        kept[label] = warning_text(message or "")
+    for dag_id, count in sorted(dropped.items()):
+        said = f"DAG '{dag_id}' has {count} more DAG warnings than the {MAX_WARNINGS_PER_DAG} kept"
+        records.append(Lossiness("dags", said, dag_id))
+    return {dag_id: _canonical(kept) for dag_id, kept in found.items() if kept}
 
 
 def asset_name(uri: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from airflow_provider_coremodels.core.model import DISPLAY_NAME_KEY
-from airflow_provider_coremodels.core.rules import BY_CODE, most_severe_first, severity_rank
+from airflow_provider_coremodels.core.rules import POLICY, catalogue, most_severe_first, severity_rank
 from airflow_provider_coremodels.core.text import printable
 
 
@@ -123,12 +123,45 @@ def import_errors_line(document: Mapping[str, Any]) -> str | None:
 
 def context_lines(document: Mapping[str, Any]) -> list[str]:
     """The lines every view shows under the summary, where they apply: the merged deployments, the
-    files that do not import, and what the asset model added."""
+    files that do not import, what the asset model added, and how the team's rules ran."""
     return [
         line
-        for line in (deployments_line(document), import_errors_line(document), asset_model_line(document))
+        for line in (
+            deployments_line(document),
+            import_errors_line(document),
+            asset_model_line(document),
+            policy_line(document),
+        )
         if line
     ]
+
+
+def policy_line(document: Mapping[str, Any]) -> str | None:
+    """How the team's rules ran (the document's ``policy`` part): how many, which (their digest),
+    what they found and what they could not check; None where no rules were given."""
+    part = document.get("policy")
+    if not isinstance(part, Mapping):
+        return None
+    if not part.get("digest"):
+        return printable(f"policy: not checked ({part.get('reason') or 'no rules given'})")
+    rules = part.get("rules")
+    count = len(rules) if isinstance(rules, list) else 0
+    findings = document.get("findings")
+    found = sum(
+        1
+        for f in (findings if isinstance(findings, list) else [])
+        if isinstance(f, Mapping) and f.get("section") == POLICY
+    )
+    line = (
+        f"policy: {count} rule{'' if count == 1 else 's'} (digest {part['digest']}), "
+        f"{found} finding{'' if found == 1 else 's'}"
+    )
+    unchecked = part.get("notChecked")
+    if isinstance(unchecked, Mapping) and unchecked:
+        counted = [(str(why), n) for why, n in unchecked.items() if isinstance(n, int)]
+        total = sum(n for _, n in counted)
+        line += f"; {total} not checked (" + ", ".join(f"{why}: {n}" for why, n in counted) + ")"
+    return printable(line)
 
 
 def freshness_line(document: Mapping[str, Any]) -> str | None:
@@ -209,12 +242,20 @@ def display_names(document: Mapping[str, Any]) -> dict[str, str]:
     return names
 
 
-def subject_text(finding: Mapping[str, Any], names: Mapping[str, str]) -> str:
-    """A finding's subject as people read it: a DAG's display name beside its dag_id, where it has one."""
+def subject_text(
+    finding: Mapping[str, Any], names: Mapping[str, str], rules: Mapping[str, Any] | None = None
+) -> str:
+    """A finding's subject as people read it: a DAG's display name beside its dag_id, where it has one.
+
+    ``rules`` is the document's ``catalogue`` (default: the built-in rules; a code it does not know
+    may name a DAG)."""
     subject = str(finding["subject"])
-    rule = BY_CODE.get(str(finding.get("code")))
+    rule = (rules if rules is not None else _BUILT_IN).get(str(finding.get("code")))
     shown = names.get(subject) if rule is None or rule.about in ("dag", "dataset") else None
     return f"{subject} “{shown}”" if shown else subject
+
+
+_BUILT_IN = catalogue()
 
 
 def finding_line(finding: dict[str, Any], names: Mapping[str, str] | None = None) -> str:
@@ -250,13 +291,14 @@ def render_table(document: dict[str, Any]) -> str:
     ]
     if findings:
         names = display_names(document)
+        rules = catalogue(document)
         rows = [("SEVERITY", "SECTION", "CODE", "SUBJECT", "DETAIL")]
         rows += [
             (
                 printable(f["severity"]),
                 printable(f["section"]),
                 printable(f["code"]),
-                printable(subject_text(f, names)),
+                printable(subject_text(f, names, rules)),
                 printable(
                     "; ".join(p for p in (f.get("detail"), f.get("waived") and waived_text(f["waived"])) if p)
                 ),

@@ -3,10 +3,16 @@
 The audit takes its messages from here, the waiver file checks codes against it, and the
 SARIF rendering turns each entry into a rule with its help text. The order of severities and
 the ``--fail-on`` thresholds live here too: every view and both front doors read them.
+
+A team's own rules (``policy.py``, section Policy) are not known until a rules file is read, so
+they are not in ``RULES``: the snapshot document records them (its ``policy`` part), and
+``catalogue(document)`` gives every view the rules a document's findings may name, the built-in
+ones and the document's own.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -47,7 +53,20 @@ CONFORMANCE = "Conformance"
 COVERAGE = "Coverage"
 DRIFT = "Drift"
 FRESHNESS = "Freshness"
+POLICY = "Policy"
 WAIVERS = "Waivers"
+
+#: How every code of a team's own rules begins (``policy.py``); no built-in code does.
+POLICY_PREFIX = "policy-"
+_POLICY_CODE = re.compile(r"policy-[a-z0-9]+(?:-[a-z0-9]+)*", re.ASCII)
+#: The longest code a rules file may give (it is a SARIF rule id, and part of every finding).
+MAX_CODE_CHARS = 64
+
+
+def is_policy_code(code: str) -> bool:
+    """A code a rules file may give: ``policy-`` and lowercase words of letters and digits, joined by
+    hyphens (``policy-team-tag``), at most ``MAX_CODE_CHARS`` long."""
+    return len(code) <= MAX_CODE_CHARS and _POLICY_CODE.fullmatch(code) is not None
 
 
 Subject = Literal["dag", "asset", "dataset", "task", "waiver", "bundle", "file", "edge"]
@@ -94,6 +113,18 @@ RULES: tuple[Rule, ...] = (
         "DAG has no owner but the default — nobody is accountable for this pipeline.",
         "Set `owner` in the DAG's `default_args` (or on its tasks) to the team that answers for it; "
         "the default owner `airflow` names nobody.",
+        about="dag",
+    ),
+    Rule(
+        "airflow-warning",
+        CONFORMANCE,
+        Severity.WARNING,
+        "Airflow warns about this DAG — its own DAG warning says something in the DAG will not work "
+        "as written.",
+        "Read the warning in the detail (Airflow's UI shows it on the DAG's page): a task on a pool that "
+        "does not exist never runs; a value that changes at every parse (`datetime.now()` in a "
+        "constructor) makes a new DAG version each time. Fix the DAG file; Airflow clears the warning "
+        "at the file's next parse.",
         about="dag",
     ),
     Rule(
@@ -236,6 +267,34 @@ BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}
 MESSAGES: dict[str, str] = {rule.code: rule.message for rule in RULES}
 #: Codes a waiver may name: every rule's, except the one that reports an expired waiver.
 WAIVABLE: tuple[str, ...] = tuple(rule.code for rule in RULES if rule.section != WAIVERS)
+
+
+def catalogue(document: Mapping[str, Any] | None = None) -> dict[str, Rule]:
+    """Every rule a document's findings may name, by code: the built-in ones, then the policy rules
+    the document records (``policy.rules``, as ``policy.policy_json`` wrote them). Read leniently:
+    an entry this version cannot read is left out, and its findings are shown as any unknown
+    code's are."""
+    rules = dict(BY_CODE)
+    part = document.get("policy") if isinstance(document, Mapping) else None
+    entries = part.get("rules") if isinstance(part, Mapping) else None
+    for entry in entries if isinstance(entries, list) else ():
+        rule = _policy_rule(entry)
+        if rule is not None and rule.code not in rules:
+            rules[rule.code] = rule
+    return rules
+
+
+def _policy_rule(entry: Any) -> Rule | None:
+    if not isinstance(entry, Mapping):
+        return None
+    code, severity, message, help_text, about = (
+        entry.get(key) for key in ("code", "severity", "message", "help", "about")
+    )
+    if not (isinstance(code, str) and is_policy_code(code)) or severity not in _RANK:
+        return None
+    if not isinstance(message, str) or not isinstance(help_text, str) or about not in ("dag", "task"):
+        return None
+    return Rule(code, POLICY, Severity(severity), message, help_text, about=about)
 
 
 def make_finding(code: str, subject: str, detail: str | None = None) -> Finding:

@@ -1,6 +1,7 @@
 """SARIF 2.1.0: findings as code-scanning alerts, located at the files of the DAGs concerned.
 
-One rule per finding code (from the catalogue, with its help text). A DAG finding points at
+One rule per finding code (from the catalogue, with its help text; the team's own rules from the
+document's ``policy`` part, which records each rule's message and help). A DAG finding points at
 the DAG's file, relative to its bundle (Airflow 3 says where) or else to the folder every
 DAG file shares; a task finding at its DAG's file; an asset finding at the files of the DAGs
 that consume it, falling back to its producers' (a freshness finding the other way round: its
@@ -31,7 +32,7 @@ from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.conflicts import read_conflicts
 from airflow_provider_coremodels.core.merge import DEPLOYMENT_KEY
 from airflow_provider_coremodels.core.render import display_names
-from airflow_provider_coremodels.core.rules import BY_CODE, RULES, Rule, Subject
+from airflow_provider_coremodels.core.rules import POLICY, Rule, Subject, catalogue
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "airflow-provider-coremodels"
@@ -59,7 +60,14 @@ def render_sarif(
     roots = dict(source_root) if isinstance(source_root, Mapping) else {None: source_root}
     locator = _Locator(document, {bundle: root for bundle, root in roots.items() if root})
     names = display_names(document)
-    rule_index = {rule.code: i for i, rule in enumerate(RULES)}
+    rules = catalogue(document)
+    rule_index = {code: i for i, code in enumerate(rules)}
+
+    def _about(code: str) -> Subject:
+        """What a finding's subject names; a code this version does not know may be a DAG or an asset."""
+        rule = rules.get(code)
+        return rule.about if rule else "dataset"
+
     results = []
     for finding in document.get("findings", []):
         code = finding["code"]
@@ -100,7 +108,7 @@ def render_sarif(
                 "name": TOOL_NAME,
                 "version": tool_version,
                 "informationUri": TOOL_URI,
-                "rules": [_rule(rule) for rule in RULES],
+                "rules": [_rule(rule) for rule in rules.values()],
             }
         },
         "automationDetails": {"id": "coremodels/airflow/"},
@@ -129,19 +137,14 @@ def _deployments(state: Mapping[str, Any]) -> dict[str, Any]:
 _AT_PRODUCERS = frozenset(("asset-stale", "producer-failing"))
 
 
-def _about(code: str) -> Subject:
-    """What a finding's subject names; a code this version does not know may be a DAG or an asset."""
-    rule = BY_CODE.get(code)
-    return rule.about if rule else "dataset"
-
-
 def _rule(rule: Rule) -> dict[str, Any]:
     return {
         "id": rule.code,
         "name": "".join(part.capitalize() for part in rule.code.split("-")),
         "shortDescription": {"text": rule.message},
         "fullDescription": {"text": f"{rule.message} {rule.help}"},
-        "help": {"text": rule.help, "markdown": rule.help},
+        # the built-in help is our own markdown; a rules file's help is shown as the text it is
+        "help": {"text": rule.help} if rule.section == POLICY else {"text": rule.help, "markdown": rule.help},
         "defaultConfiguration": {"level": _LEVEL[rule.severity.value]},
         "properties": {"tags": ["airflow", "governance", rule.section.lower()]},
     }

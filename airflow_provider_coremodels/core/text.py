@@ -102,3 +102,30 @@ def quoted_some(items: Iterable[str], most: int = 10) -> str:
     ordered = sorted(items)
     shown = ", ".join(f"'{item}'" for item in ordered[:most])
     return shown + (f" and {len(ordered) - most} more" if len(ordered) > most else "")
+
+
+#: A DAG warning's message is kept to this many characters: Airflow's can quote a whole file's lines.
+MAX_WARNING_CHARS = 300
+#: A warning type is kept to this many (Airflow's are a few words: ``non-existent pool``).
+MAX_WARNING_TYPE_CHARS = 60
+#: ``scheme://user:password@`` in a URL: the password is replaced, whatever else the text holds.
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*):[^/\s@]*@")
+
+
+def warning_label(kind: str) -> str:
+    """A DAG warning's type, on one line and bounded."""
+    text = " ".join(kind.split())
+    return text if len(text) <= MAX_WARNING_TYPE_CHARS else text[: MAX_WARNING_TYPE_CHARS - 1] + "…"
+
+
+def warning_text(message: str) -> str:
+    """A DAG warning's message as a finding's detail holds it: a password in a URL replaced by
+    ``***``, its lines joined into one, white space collapsed, cut to ``MAX_WARNING_CHARS``.
+
+    The capture has already scrubbed the secrets it knows (``redaction.py``); a runtime-varying-value
+    warning quotes lines of the DAG's code, which may hold a connection URI of its own. The text is
+    cut long before the pattern runs, so a hostile message costs no more than a short one.
+    """
+    text = _URL_PASSWORD.sub(r"\1:***@", message[: 20 * MAX_WARNING_CHARS])
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_WARNING_CHARS else text[: MAX_WARNING_CHARS - 1] + "…"

@@ -17,6 +17,7 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.alerts import as_notifiers, notify, send_metrics
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.freshness import positive_number
+from airflow_provider_coremodels.core.policy import Policy, rules_from_value
 from airflow_provider_coremodels.core.render import (
     context_lines,
     display_names,
@@ -65,6 +66,9 @@ class CoreModelsExportOperator(BaseOperator):
         the waivers themselves as a list of ``{"code", "subject", "reason", "expires"}`` dicts.
         Waived findings are logged and stored as waived and never fail the task; an expired
         waiver is reported as a ``waiver-expired`` finding; a malformed one fails the task.
+    :param rules: the team's own rules: the path of a YAML or JSON rules file (templated), or the
+        rules themselves (a list of rule dicts, or ``{"rules": [...]}``). A rule that does not hold
+        is a ``policy-...`` finding; a malformed file fails the task before anything is captured.
     :param stale_tolerance: how many of its producers' cadences old an asset may grow before
         ``asset-stale`` reports it (a producer's ``coremodels:stale-tolerance=N`` tag wins).
     :param deployment: the deployment's name in the snapshot (``state.deployment``; templated),
@@ -92,6 +96,7 @@ class CoreModelsExportOperator(BaseOperator):
         "coremodels_conn_id",
         "fail_on",
         "waivers",
+        "rules",
         "deployment",
     )
     ui_color = "#e8f1fb"
@@ -108,6 +113,7 @@ class CoreModelsExportOperator(BaseOperator):
         max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
         include_asset_extra: bool = False,
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
+        rules: str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None,
         stale_tolerance: float = defaults.STALE_TOLERANCE,
         deployment: str | None = None,
         on_new_findings: Any = None,
@@ -125,6 +131,7 @@ class CoreModelsExportOperator(BaseOperator):
         self.max_snapshot_bytes = max_snapshot_bytes
         self.include_asset_extra = include_asset_extra
         self.waivers = waivers
+        self.rules = rules
         self.stale_tolerance = stale_tolerance
         self.deployment = deployment
         self.on_new_findings = on_new_findings
@@ -164,6 +171,7 @@ class CoreModelsExportOperator(BaseOperator):
             )
         try:
             waivers = self._waivers()
+            policy = operator_rules(self.rules)
             retry = RetryPolicy()
             sinks = open_sinks(
                 uris,
@@ -182,6 +190,7 @@ class CoreModelsExportOperator(BaseOperator):
                     waivers=waivers,
                     stale_tolerance=self.stale_tolerance,
                     deployment=self.deployment or self.airflow_api_conn_id,
+                    policy=policy,
                 )
             result: ExportResult = pushed.result
         except CoreModelsError as exc:
@@ -223,6 +232,17 @@ def operator_retention(keep: int, max_age_days: float | None) -> Retention:
         return Retention(keep, max_age_days)
     except ValueError as exc:
         raise AirflowException(str(exc)) from None
+
+
+def operator_rules(value: str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None) -> Policy | None:
+    """An operator's ``rules``: a rules file's path, or the rules themselves."""
+    if not value:
+        return None
+    if isinstance(value, str):
+        from airflow_provider_coremodels.input_files import read_rules
+
+        return read_rules(value)
+    return rules_from_value(dict(value) if isinstance(value, Mapping) else list(value))
 
 
 def log_document(log: Any, document: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from airflow_provider_coremodels.operators.export import (
     fail_on_sinks,
     log_document,
     operator_retention,
+    operator_rules,
     operator_waivers,
     pushed_anyway,
 )
@@ -47,6 +48,8 @@ class CoreModelsMergeOperator(BaseOperator):
     :param coremodels_conn_id: the ``coremodels`` connection whose password is the endpoint token.
     :param fail_on: ``never``, ``info``, ``warning`` or ``error``, as for the export operator.
     :param waivers: a waiver file's path or the waivers themselves, as for the export operator.
+    :param rules: a rules file's path or the rules themselves, as for the export operator; they run
+        on the merged estate, where a DAG's subject is ``<deployment>/<dag_id>``.
     :param stale_tolerance: as for the export operator.
     :param max_snapshot_bytes: the snapshot cap.
     :param history_keep: as for the export operator: the newest entries of the sinks' ``history/``
@@ -61,6 +64,7 @@ class CoreModelsMergeOperator(BaseOperator):
         "coremodels_conn_id",
         "fail_on",
         "waivers",
+        "rules",
     )
     ui_color = "#e8f1fb"
 
@@ -74,6 +78,7 @@ class CoreModelsMergeOperator(BaseOperator):
         coremodels_conn_id: str | None = None,
         fail_on: str = "never",
         waivers: str | Sequence[Mapping[str, Any]] | None = None,
+        rules: str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None,
         stale_tolerance: float = defaults.STALE_TOLERANCE,
         max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES,
         history_keep: int = 0,
@@ -88,6 +93,7 @@ class CoreModelsMergeOperator(BaseOperator):
         self.coremodels_conn_id = coremodels_conn_id
         self.fail_on = fail_on
         self.waivers = waivers
+        self.rules = rules
         self.stale_tolerance = stale_tolerance
         self.max_snapshot_bytes = max_snapshot_bytes
         self.history_keep = history_keep
@@ -101,6 +107,7 @@ class CoreModelsMergeOperator(BaseOperator):
             raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
         retention = operator_retention(self.history_keep, self.history_max_age_days)
         try:
+            waivers, policy = operator_waivers(self.waivers), operator_rules(self.rules)
             sinks = open_sinks(
                 _listed(self.sinks),
                 sink_conn_id=self.sink_conn_id,
@@ -113,9 +120,10 @@ class CoreModelsMergeOperator(BaseOperator):
                     sinks,
                     fresh=self._exported(context),
                     sink_conn_id=self.sink_conn_id,
-                    waivers=operator_waivers(self.waivers),
+                    waivers=waivers,
                     stale_tolerance=self.stale_tolerance,
                     max_snapshot_bytes=self.max_snapshot_bytes,
+                    policy=policy,
                 )
             result: MergeResult = pushed.result
         except CoreModelsError as exc:

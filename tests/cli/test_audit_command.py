@@ -350,3 +350,34 @@ def test_example_goes_alone(capsys, other: list[str]) -> None:
     code, out, err = run(capsys, "audit", "--example", *other)
     assert (code, out) == (2, "")
     assert err == "error: audit takes --example alone, without --dags, --tasks, --datasets or --snapshot\n"
+
+
+def test_rules_give_policy_findings_and_fail_the_run(capsys, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps([{"code": "policy-owners", "severity": "Error", "require": {"owner_in": ["finance"]}}])
+    )
+    code, out, err = run(capsys, "audit", "--example", "--rules", str(rules), "--fail-on", "error")
+    assert (code, err) == (1, "")
+    assert "findings: 9 (5 Error, 3 Warning, 1 Info)" in out
+    row = "Error     Policy       policy-owners       backfill_customers        owners: crm-team; "
+    assert row + "not in the list: crm-team" in out
+    assert any(
+        line.startswith("policy: 1 rule (digest ") and line.endswith(", 5 findings")
+        for line in out.splitlines()
+    )
+    code, out, _ = run(capsys, "lineage", "--example", "--rules", str(rules))
+    assert code == 0 and "customer_report (1 finding)" in out  # the DAG's policy finding marks it
+
+
+def test_a_bad_rules_file_is_one_line_and_exit_2(capsys, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - code: policy-a\n    require: {dag_id: '(a|b'}\n")
+    code, out, err = run(capsys, "audit", "--example", "--rules", str(rules))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"error: rules file {rules} rules[0].require.dag_id '(a|b' does not compile: missing ), "
+        "unterminated subpattern at position 0\n"
+    )
+    code, _, err = run(capsys, "audit", "--example", "--rules", str(tmp_path / "missing.yaml"))
+    assert code == 2 and err.startswith(f"error: rules file {tmp_path / 'missing.yaml'} cannot be read")

@@ -55,6 +55,30 @@ def test_merge_finds_what_no_single_deployment_shows(capsys, etl: Path, bi: Path
     assert all(edge["crossDeployment"] for edge in document["lineage"])
 
 
+def test_merge_runs_the_teams_rules_on_the_merged_estate(capsys, tmp_path: Path, etl: Path, bi: Path) -> None:
+    """A policy finding's subject is the merged identity; the deployment scope picks one deployment's
+    DAGs; a malformed file is refused before any snapshot is read."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n  - code: policy-tagged\n    require: {tag: 'team:*'}\n"
+        "  - code: policy-etl-manual\n    require: {schedule: false}\n    where: {deployment: etl}\n"
+    )
+    code, out, err = run(capsys, "merge", str(etl), f"bi={bi}", "--rules", str(rules), "--format", "json")
+    assert (code, err) == (0, "")
+    document = json.loads(out)
+    assert [
+        (f["code"], f["subject"], f["detail"]) for f in document["findings"] if f["section"] == "Policy"
+    ] == [
+        ("policy-etl-manual", "etl/load_orders", "schedule: 0 5 * * *"),
+        ("policy-tagged", "bi/daily_revenue", "tags: none"),
+        ("policy-tagged", "etl/load_orders", "tags: none"),
+    ]
+    rules.write_text("rules: [{code: policy-x, require: {tag: x}, where: {deployment: ''}}]\n")
+    code, out, err = run(capsys, "merge", str(etl), "bi=/nonexistent.json", "--rules", str(rules))
+    assert (code, out) == (2, "")
+    assert err == f"error: rules file {rules} rules[0].where.deployment must be a non-empty string\n"
+
+
 def test_an_old_snapshot_is_merged_and_named(capsys, etl: Path, bi: Path) -> None:
     code, out, _ = run(capsys, "merge", str(etl), f"bi={bi}", "--stale-before", "2026-12-01T00:00:00Z")
     assert code == 0

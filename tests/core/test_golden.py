@@ -73,6 +73,7 @@ def test_airflow3_recorded_estate() -> None:
         "airflow.schedule": "0 5 * * *",
         "airflow.bundle": "dags-folder",
         "airflow.relativeFileloc": "orders.py",
+        "airflow.maxActiveRuns": "16",  # Airflow's default, read by the team's rules
     }
     assert datasets["load_orders"]["tags"] == ["lake", "orders"]
     assert datasets["load_orders"]["physicalName"].endswith("example_dags/estate/orders.py")
@@ -83,7 +84,7 @@ def test_airflow3_recorded_estate() -> None:
     publish = next(f for f in datasets["load_orders"]["fields"] if f["name"] == "publish")
     assert (publish["nativeType"], publish["metadata"]) == (
         "BashOperator",
-        {"airflow.owner": "orders-oncall"},
+        {"airflow.owner": "orders-oncall", "airflow.retries": "0"},  # Airflow 3 sends retries as 0.0
     )
     mapped = next(f for f in datasets["sync_crm"]["fields"] if f["name"] == "sync_account")
     assert mapped["nativeType"] == "_PythonDecoratedOperator"

@@ -10,8 +10,7 @@ import sys
 import pytest
 from support.helpers import recorded_estate
 
-from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.core import waivers as waivers_module
+from airflow_provider_coremodels.core import audit, build_document, team_files
 from airflow_provider_coremodels.core.rules import MESSAGES, failing_findings
 from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers, waivers_from_value
 from airflow_provider_coremodels.errors import WaiverFileError
@@ -208,7 +207,7 @@ def test_deep_nesting_is_refused_naming_the_line(text: str, problem: str) -> Non
 
 def test_a_recursion_error_is_a_waiver_file_error(monkeypatch) -> None:
     """The last resort, should the nesting limit ever be raised past what the stack holds."""
-    monkeypatch.setattr(waivers_module, "MAX_DEPTH", 10**9)
+    monkeypatch.setattr(team_files, "MAX_DEPTH", 10**9)  # the limit every hand-written file shares
     with pytest.raises(WaiverFileError, match=r"^waiver file nests too deeply to read$"):
         parse_waivers("[" * 100_000 + "]" * 100_000)
 

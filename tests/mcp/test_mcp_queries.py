@@ -167,7 +167,7 @@ def test_waivers_given_to_the_server_re_audit_the_stored_estate() -> None:
     [
         ({"severity": "fatal"}, "unknown severity 'fatal'; expected one of Info, Warning, Error"),
         ({"code": "dag-no-owners"}, "unknown finding code 'dag-no-owners'; did you mean 'dag-no-owner'"),
-        ({"code": "zzz"}, "unknown finding code 'zzz'; known codes: asset-conflict, "),
+        ({"code": "zzz"}, "unknown finding code 'zzz'; known codes: airflow-warning, asset-conflict, "),
         ({"section": "Style"}, "unknown section 'Style'; expected one of Conformance, Coverage, Drift"),
         ({"waived": "maybe"}, "waived must be include, exclude or only"),
     ],
@@ -367,3 +367,43 @@ def test_findings_that_are_not_findings_are_refused_naming_the_key() -> None:
     document["findings"][1]["subject"] = 7
     with pytest.raises(SnapshotDocumentError, match=r"snapshot.json has an invalid findings\[1\].subject"):
         queries(document)
+
+
+# -- the team's rules ---------------------------------------------------------------------------
+
+RULES = (
+    "rules:\n  - code: policy-retries\n    require: {task_retries_min: 1}\n    where: {dag_id: load_*}\n"
+    "  - code: policy-described\n    require: {description_min: 20}\n"
+)
+
+
+def test_policy_findings_are_served_and_placed_at_their_dag() -> None:
+    """Stored policy findings are served as stored; a task check's finding is about its DAG."""
+    from airflow_provider_coremodels.core.policy import parse_rules
+
+    served = queries(recorded_document(policy=parse_rules(RULES)))
+    policy = served.findings_page(section="Policy")["findings"]
+    assert [(f["code"], f["subject"]) for f in policy["items"]] == [
+        ("policy-described", "legacy_cleanup"),
+        ("policy-described", "sync_crm"),
+        ("policy-retries", "load_orders.extract"),
+        ("policy-retries", "load_orders.publish"),
+    ]
+    assert served.findings_page(code="policy-retries")["counts"]
+    about = [f["code"] for f in served.dataset("load_orders")["findings"]["items"]]
+    assert about == ["policy-retries", "policy-retries"]
+
+
+def test_rules_given_to_the_server_re_audit_the_stored_estate() -> None:
+    """--rules re-audits as audit --snapshot S --rules R does; --waivers alone drops the stored
+    policy findings, as that re-audit runs no rules."""
+    from airflow_provider_coremodels.core.policy import parse_rules
+
+    policy = parse_rules(RULES)
+    plain = recorded_document()
+    served = queries(plain, policy=policy)
+    assert served.findings == recorded_document(policy=policy)["findings"]
+    assert served.findings_source == f"re-audited and the rules {policy.digest}"
+    waiver = Waiver("dag-no-owner", "*", "ops", dt.date(2999, 1, 1))
+    only_waivers = queries(recorded_document(policy=policy), waivers=(waiver,))
+    assert not any(f["section"] == "Policy" for f in only_waivers.findings)

@@ -150,6 +150,44 @@ def test_a_malformed_waiver_file_fails_the_task_before_any_capture(runner_env, t
     assert not out.exists()
 
 
+def test_the_teams_rules_are_logged_stored_and_counted(runner_env, tmp_path: Path) -> None:
+    """The rules file from the example DAG's Variable: its findings in the task log, the snapshot and
+    the XCom counts, like the built-in ones."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(
+        "rules:\n  - code: policy-team-tag\n    severity: Error\n    require: {tag: 'team:*'}\n"
+        "    where: {dag_id: 'load_*'}\n  - code: policy-retries\n    require: {task_retries_min: 1}\n"
+        "    where: {dag_id: sync_crm}\n"
+    )
+    out = tmp_path / "sink"
+    result = dag_test(runner_env, str(out), AIRFLOW_VAR_COREMODELS_RULES=str(rules))
+    assert marker(result.stdout, "STATE") == "success success", result.stdout[-3000:] + result.stderr[-3000:]
+    log = result.stdout + result.stderr
+    assert "Error policy-team-tag load_orders: DAG has no tag matching team:*. (tags: lake, orders)" in log
+    assert "Warning policy-retries sync_crm.sync_account: Task retries fewer than 1 time" in log
+    assert "policy: 2 rules (digest " in log
+    summary = json.loads(marker(result.stdout, "XCOM"))
+    assert summary["findings"] == {"Error": 1, "Info": 1, "Warning": SERVED_ESTATE.warnings + 3}
+    stored = json.loads((out / "latest.json").read_bytes())
+    assert sorted(f["subject"] for f in stored["findings"] if f["section"] == "Policy") == [
+        "load_orders",
+        "sync_crm.list_accounts",
+        "sync_crm.publish_customers",
+        "sync_crm.sync_account",
+    ]
+
+
+def test_a_malformed_rules_file_fails_the_task_before_any_capture(runner_env, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules: [{code: policy-a, severity: Fatal, require: {tag: x}}]\n")
+    out = tmp_path / "sink"
+    result = dag_test(runner_env, str(out), AIRFLOW_VAR_COREMODELS_RULES=str(rules))
+    assert marker(result.stdout, "STATE") == "failed failed"
+    said = f"rules file {rules} rules[0].severity 'Fatal' is not a severity; expected Info, Warning or Error"
+    assert said in result.stdout + result.stderr
+    assert not out.exists()
+
+
 def test_secrets_never_reach_logs_xcom_or_snapshots(runner_env, airflow_server, tmp_path: Path) -> None:
     """The connection's password is masked in the task log, and absent from XCom and the sink."""
     out = tmp_path / "sink"

@@ -6,6 +6,7 @@ import base64
 import copy
 import fnmatch
 import hashlib
+import json
 import re
 from html.parser import HTMLParser
 from importlib.resources import files
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import document_for, recorded_document, recorded_estate
+from support.helpers import as_served, document_for, recorded_document, recorded_estate
 
-from airflow_provider_coremodels.core import audit, build_document
+from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
 from airflow_provider_coremodels.core.document import for_storage
 from airflow_provider_coremodels.core.trend import Trend, TrendPoint
 from airflow_provider_coremodels.ui.page import (
@@ -124,6 +125,32 @@ def test_the_recorded_estate_shows_facts_findings_and_lineage() -> None:
         "load_orders",
         "s3://lake/orders.parquet",
     }
+
+
+def test_policy_findings_and_airflow_warnings_show_like_the_others() -> None:
+    """The team's rules and Airflow's own warnings: rows, filters, and the policy line, escaped."""
+    from airflow_provider_coremodels.core.policy import rules_from_value
+
+    dags = [
+        {"dag_id": "adhoc", "is_paused": False, "owners": ["bob"], "description": "a one-off"},
+        {"dag_id": HOSTILE_DAG, "is_paused": False, "owners": ["team"], "description": "long enough"},
+    ]
+    warning = {"dag_id": "adhoc", "warning_type": "non-existent pool", "message": "<b>pool</b> 'etl' is gone"}
+    rules = rules_from_value(
+        [{"code": "policy-owner", "severity": "Error", "require": {"owner_in": ["team"]}}]
+    )
+    dags_doc, _ = as_served({"dags": dags, "dag_warnings": [warning]}, None)
+    estate = parse_artifacts(json.dumps(dags_doc).encode())
+    document = build_document(estate, audit(estate, policy=rules))
+    page = render(document)
+    rows = [(r["data-severity"], r["data-code"]) for r in page.rows()]
+    assert ("Error", "policy-owner") in rows and ("Warning", "airflow-warning") in rows
+    assert f"Policy: 1 rule (digest {document['policy']['digest']}), 1 finding." in page.text
+    assert "owners: bob; not in the list: bob" in page.text
+    assert "non-existent pool: <b>pool</b> 'etl' is gone" in page.text  # shown as text, never markup
+    assert not page.find("b")
+    options = [a["value"] for t, a in page.tags if t == "option" and a.get("value")]
+    assert "policy-owner" in options and "airflow-warning" in options
 
 
 def test_filters_offer_each_severity_and_code_present() -> None:
