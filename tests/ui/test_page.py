@@ -221,7 +221,9 @@ def test_a_bad_depth_falls_back_to_the_default_and_says_so(depth: str) -> None:
     assert page.find("svg")
 
 
-def test_over_the_node_cap_the_picture_is_not_drawn_but_a_neighbourhood_is() -> None:
+def test_over_the_node_cap_the_page_draws_the_estate_around_one_node_and_says_so() -> None:
+    """A ring of 200 DAGs and 200 assets: over the 300 nodes one picture draws, so the page draws
+    the neighbourhood of its focus (no findings here: the most linked node, then the first)."""
     dags = [
         {"dag_id": f"dag_{i:03}", "is_paused": False, "owners": ["t"], "description": "d"} for i in range(200)
     ]
@@ -235,9 +237,15 @@ def test_over_the_node_cap_the_picture_is_not_drawn_but_a_neighbourhood_is() -> 
     ]
     document = document_for(dags, None, {"assets": assets})
     page = render(document)
-    assert f"has 400 nodes, over the {MAX_NODES} this page draws" in page.text
-    assert "pick a DAG or asset below" in page.text
-    assert not page.find("svg")
+    assert (
+        f"The whole estate has 400 nodes, over the {MAX_NODES} one picture draws: this is the "
+        "neighbourhood of 's3://lake/a000' (the most linked node) at depth 2." in page.text
+    )
+    assert {a["data-id"] for a in page.find("g") if a.get("data-id")} == {
+        "s3://lake/a199", "dag_000", "s3://lake/a000", "dag_001", "s3://lake/a001",
+    }  # fmt: skip
+    assert page.find("input", id="around", value="s3://lake/a000")  # the picker names the centre
+    assert "Around 's3://lake/a000', depth 2:" in page.text
     assert len([a for a in page.find("option") if a.get("value", "").startswith("dag_")]) == 200
     near = render(document, around="dag_010", depth="2")
     assert {a["data-id"] for a in near.find("g") if a.get("data-id")} == {
@@ -247,8 +255,29 @@ def test_over_the_node_cap_the_picture_is_not_drawn_but_a_neighbourhood_is() -> 
         "dag_009",
         "dag_011",
     }
+    assert "The whole estate" not in near.text
     whole_ring = render(document, around="dag_010", depth="6")
     assert len([a for a in whole_ring.find("g") if a.get("data-id")]) == 13
+
+
+def test_a_neighbourhood_over_the_node_cap_is_cut_and_the_page_says_where() -> None:
+    dags = [{"dag_id": "producer", "owners": ["t"], "description": "d"}] + [
+        {"dag_id": f"consumer_{i:03}", "owners": ["t"], "description": "d"} for i in range(400)
+    ]
+    assets = [
+        {
+            "uri": "s3://lake/hub",
+            "producing_tasks": [{"dag_id": "producer", "task_id": "t"}],
+            "scheduled_dags": [{"dag_id": f"consumer_{i:03}"} for i in range(400)],
+        }
+    ]
+    page = render(document_for(dags, None, {"assets": assets}), around="s3://lake/hub", depth="1")
+    assert len([a for a in page.find("g") if a.get("data-id")]) == MAX_NODES
+    assert (
+        "The neighbourhood of 's3://lake/hub' at depth 1 holds more than the 300 nodes one picture "
+        "draws: drawn are 299 of the 401 at distance 1" in page.text
+    )
+    assert "s3://lake/hub +102" in page.text  # the hub's box counts its links not drawn
 
 
 def test_a_sparse_or_odd_document_still_renders() -> None:
