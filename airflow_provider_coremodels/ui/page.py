@@ -33,6 +33,7 @@ from airflow_provider_coremodels.core.render import (
     severity_breakdown,
     severity_counts,
     subject_text,
+    table_order,
 )
 from airflow_provider_coremodels.core.suggest import did_you_mean
 
@@ -68,6 +69,7 @@ def render_snapshot_page(
     counts = _mapping(state.get("counts"))
     names = display_names(document)
     findings = [_finding(f, names) for f in _list(document.get("findings")) if isinstance(f, Mapping)]
+    findings.sort(key=table_order)  # as the command line's table: the most severe first
     open_findings = [f for f in findings if not f["waived"]]
     external_edges = counts.get("lineageEdgesSkipped", document.get("lineageEdgesSkipped"))
     return _TEMPLATE.render(

@@ -114,8 +114,12 @@ def test_the_recorded_estate_shows_facts_findings_and_lineage() -> None:
         assert words in page.text
     rows = page.rows()
     assert [(r["data-severity"], r["data-code"]) for r in rows] == [
-        (f["severity"], f["code"]) for f in document["findings"]
-    ]
+        ("Warning", "asset-unproduced"),
+        ("Warning", "dag-no-owner"),
+        ("Warning", "paused-producer"),
+        ("Info", "dag-no-description"),
+    ]  # the command line's order: the most severe first
+    assert [f["code"] for f in document["findings"]][1] == "dag-no-description"  # the document's: by code
     assert page.find("svg", **{"class": "coremodels-lineage"})
     # the Content-Security-Policy admits the one hashed script: no inline event handlers
     assert not [(t, k) for t, a in page.tags for k in a if k.startswith("on")]
@@ -123,6 +127,43 @@ def test_the_recorded_estate_shows_facts_findings_and_lineage() -> None:
         "load_orders",
         "s3://lake/orders.parquet",
     }
+
+
+def test_findings_are_listed_most_severe_first_then_by_section_code_and_subject() -> None:
+    """The page lists findings as the command line's table does, not in the document's order."""
+    findings = [
+        {"section": s, "severity": v, "code": c, "subject": j, "message": "m"}
+        for s, v, c, j in (
+            ("Conformance", "Info", "dag-no-description", "a"),
+            ("Conformance", "Warning", "dag-no-owner", "b"),
+            ("Conformance", "Warning", "dag-no-owner", "a"),
+            ("Coverage", "Info", "dataset-unmapped", "a"),
+            ("Drift", "Warning", "dataset-removed", "a"),
+            ("Conformance", "Error", "dag-import-error", "z/f.py"),
+            ("Policy", "Critical", "policy-future", "x"),  # a severity this version does not know: last
+        )
+    ]
+    page = render({**recorded_document(), "findings": findings})
+    assert [(r["data-severity"], r["data-code"]) for r in page.rows()] == [
+        ("Error", "dag-import-error"),
+        ("Warning", "dag-no-owner"),
+        ("Warning", "dag-no-owner"),
+        ("Warning", "dataset-removed"),
+        ("Info", "dag-no-description"),
+        ("Info", "dataset-unmapped"),
+        ("Critical", "policy-future"),
+    ]
+    assert [r["data-code"] for r in page.rows()] == [code for _, code in render_table_order(findings)]
+
+
+def render_table_order(findings: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The (severity, code) of each row of the command line's table, in its order."""
+    from airflow_provider_coremodels.core.render import render_table
+
+    table = render_table({**recorded_document(), "findings": findings}).splitlines()
+    start = next(i for i, line in enumerate(table) if line.startswith("SEVERITY"))
+    rows = [line.split()[:3] for line in table[start + 1 : start + 1 + len(findings)]]
+    return [(row[0], row[2]) for row in rows]
 
 
 def test_filters_offer_each_severity_and_code_present() -> None:
