@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from airflow_provider_coremodels.errors import ConnectionConfigError
 
 _NOT_FOUND = ("AirflowNotFoundException", "AirflowException")
+
+log = logging.getLogger(__name__)
 
 
 def get_connection(hook: Any, conn_id: str) -> Any:
@@ -39,17 +42,31 @@ def _in_task() -> bool:
 
 
 def _from_metadata_database(conn_id: str) -> Any:
-    """The connection as core Airflow finds it (environment, secrets backends, metadata database)."""
+    """The connection as core Airflow finds it: each secrets backend in Airflow's order
+    (environment, the configured backends, the metadata database), the first that has it.
+
+    This is the loop of ``Connection.get_connection_from_secrets`` without its cache. That
+    method writes every connection it finds into Airflow's secrets cache as a URI, and building
+    the URI of a connection type with an underscore logs "Connection schemes (type: airflow_api)
+    shall not contain '_'" on every command-line run (the URI round-trips all the same:
+    Airflow reads ``airflow-api://`` back as ``airflow_api``). A command line runs once, so the
+    cache gains it nothing; the connection type keeps its name, and stored connections work.
+    """
     try:
-        from airflow.models.connection import Connection
+        from airflow.configuration import ensure_secrets_loaded
     except ImportError:  # an SDK-only install: no metadata database to read
         return None
-    try:
-        return Connection.get_connection_from_secrets(conn_id)
-    except Exception as exc:
-        if type(exc).__name__ in _NOT_FOUND:
-            return None
-        raise
+    for backend in ensure_secrets_loaded():
+        try:
+            found = backend.get_connection(conn_id=conn_id)
+        except Exception as exc:
+            if type(exc).__name__ == "AirflowSecretsBackendAccessDenied":
+                raise  # an authoritative refusal, as Airflow treats it: never ask a laxer backend
+            log.debug("secrets backend %s: no %s", type(backend).__name__, conn_id, exc_info=True)
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def base_url(host: str | None, schema: str | None, port: int | None) -> str:
