@@ -108,9 +108,12 @@ class LineageGraph:
     beyond: Mapping[str, int] = field(default_factory=dict)
     cut: Cut | None = None
     _index: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
-    # Each node's neighbours either way, worked out at the first neighbourhood asked for (an
-    # assistant's server asks many of one graph).
+    # Worked out at the first neighbourhood asked for (an assistant's server asks many of one
+    # graph), so that each costs what it draws, not what the estate holds: every node's
+    # neighbours either way, its place in ``nodes``, and the places in ``edges`` of its edges out.
     _adjacent: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
+    _order: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    _edges_out: dict[str, list[int]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self._index.update((node.key, node) for node in self.nodes)
@@ -232,12 +235,17 @@ class LineageGraph:
                     (_node(center, "dag", False, {}),), (), centre=frozenset([_key("dag", center)])
                 )
             raise ValueError(f"no DAG or asset named {center!r} in the lineage")
-        if not self._adjacent and self.edges:
+        if not self._order:
             adjacent: dict[str, list[str]] = defaultdict(list)
-            for source, target in self.edges:
+            edges_out: dict[str, list[int]] = defaultdict(list)
+            for number, (source, target) in enumerate(self.edges):
                 adjacent[source].append(target)
                 adjacent[target].append(source)
-            self._adjacent.update(adjacent)  # whole, in one step: two threads asking at once agree
+                edges_out[source].append(number)
+            # each whole, in one step, _order last (it is what is checked): two threads agree
+            self._adjacent.update(adjacent)
+            self._edges_out.update(edges_out)
+            self._order.update((node.key, i) for i, node in enumerate(self.nodes))
         kept = dict.fromkeys(starts, 0)
         ring = list(starts)
         cut: Cut | None = None
@@ -257,8 +265,9 @@ class LineageGraph:
                 break
             kept.update(dict.fromkeys(found, distance))
             ring = list(found)
-        nodes = tuple(n for n in self.nodes if n.key in kept)
-        edges = tuple(e for e in self.edges if e[0] in kept and e[1] in kept)
+        nodes = tuple(self._index[key] for key in sorted(kept, key=self._order.__getitem__))
+        inside = sorted(n for key in kept for n in self._edges_out.get(key, ()) if self.edges[n][1] in kept)
+        edges = tuple(self.edges[n] for n in inside)
         beyond = {}
         for key in kept:
             outside = sum(1 for other in self._adjacent.get(key, ()) if other not in kept)
