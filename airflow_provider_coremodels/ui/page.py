@@ -201,11 +201,11 @@ def _lineage(document: Mapping[str, Any], around: str | None, depth_raw: str | N
     try:
         drawn = picture(graph, around or None, depth, max_nodes=MAX_NODES)
     except ValueError:
-        hint = did_you_mean(around, graph.names())
+        hint = did_you_mean(around, graph.names())  # "; did you mean 'x'?" or ""
         return replace(
             base,
             error=(
-                f"There is no DAG or asset {around!r} in the lineage of this snapshot{hint}. "
+                f"There is no DAG or asset {around!r} in the lineage of this snapshot{hint or '.'} "
                 "Pick one from the list, or show the whole estate."
             ),
         )

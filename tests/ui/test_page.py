@@ -255,6 +255,15 @@ def test_an_unknown_id_says_so_and_still_offers_the_picker() -> None:
     assert "load_orders" in [a["value"] for a in page.find("option") if a.get("value")]
 
 
+def test_an_unknown_id_near_a_known_one_is_offered_it() -> None:
+    page = render(recorded_document(), around="daily_revenu")
+    assert (
+        "There is no DAG or asset 'daily_revenu' in the lineage of this snapshot; did you mean "
+        "'daily_revenue'? Pick one from the list, or show the whole estate." in page.text
+    )
+    assert not page.find("svg")
+
+
 @pytest.mark.parametrize("depth", ["0", "-1", "seven", "99"])
 def test_a_bad_depth_falls_back_to_the_default_and_says_so(depth: str) -> None:
     page = render(recorded_document(), around="load_orders", depth=depth)
