@@ -99,7 +99,8 @@ def test_the_api_server_loads_the_plugin_the_provider_registers(live: Live) -> N
     assert (view["href"], view["url_route"], view["destination"], view["category"]) == (
         "/coremodels/", "coremodels", "nav", "browse",
     )  # fmt: skip
-    assert live.authed("/api/v2/plugins/importErrors").json()["total_entries"] == 0
+    errors = live.authed("/api/v2/plugins/importErrors").json()
+    assert errors["total_entries"] == 0, errors
     for icon in (view["icon"], view["icon_dark_mode"]):
         assert live.get(icon).headers["content-type"] == "image/svg+xml"
 
@@ -240,7 +241,15 @@ def drag(browser: Browser, selector: str, dx: float, dy: float) -> None:
 def test_the_picture_fits_its_frame_and_pans_and_zooms(browser: Browser, live: Live) -> None:
     """The whole picture shows at first (no box clipped by the frame); the buttons, the wheel
     and a drag move it; a click after a drag does not leave the page; no CSP complaint."""
+    browser.command("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:  # without the script: the picture at its own size, scrolling in its frame, no buttons
+        open_page(browser, live)
+        assert browser.evaluate('getComputedStyle(document.querySelector(".picture")).overflow') == "auto"
+        assert browser.evaluate('document.querySelector(".picture-tools").getClientRects().length') == 0
+    finally:
+        browser.command("Emulation.setScriptExecutionDisabled", {"value": False})
     open_page(browser, live)
+    assert browser.evaluate('getComputedStyle(document.querySelector(".picture")).overflow') == "hidden"
     before = browser.evaluate(PICTURE_STATE)
     assert before["boxes"] == 9 and before["inside"] == 9  # fitted: every box in the frame
     assert before["scale"] <= 1 and before["level"] == f"{round(before['scale'] * 100)}%"

@@ -30,6 +30,10 @@
     var width = full.width, height = full.height;
     var level = document.getElementById("zoom-level");
     var view = { x: 0, y: 0, scale: 1 };
+    // Without this script the picture scrolls in its frame at its own size; with it, it zooms.
+    frame.classList.add("zoomable");
+    var tools = document.querySelector(".picture-tools");
+    if (tools) { tools.hidden = false; }
     svg.setAttribute("width", "100%");
     svg.setAttribute("height", "100%");
     svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
