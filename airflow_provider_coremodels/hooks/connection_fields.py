@@ -20,13 +20,20 @@ def get_connection(hook: Any, conn_id: str) -> Any:
     backends and the metadata database. Outside one (``airflow coremodels``, ``python -m``) it
     reads only the first two, so a connection made with ``airflow connections add`` or in the UI
     is then read as ``airflow connections get`` reads it: through core Airflow, database included.
+    Airflow 3.0's hooks read through core Airflow already, outside a task, but through its cache,
+    which warns about the connection type's underscore: there the same lookup is made uncached.
     """
-    try:
-        return hook.get_connection(conn_id)
-    except Exception as exc:  # the secrets backends raise Airflow's own not-found error
-        if type(exc).__name__ not in _NOT_FOUND:
-            raise
-    stored = None if _in_task() else _from_metadata_database(conn_id)
+    in_task = _in_task()
+    if not in_task and _looks_up_through_core(hook):
+        # Airflow 3.0's hooks ask core Airflow, whose lookup caches (and warns): the same, uncached
+        stored = _from_metadata_database(conn_id)
+    else:
+        try:
+            return hook.get_connection(conn_id)
+        except Exception as exc:  # the secrets backends raise Airflow's own not-found error
+            if type(exc).__name__ not in _NOT_FOUND:
+                raise
+        stored = None if in_task else _from_metadata_database(conn_id)
     if stored is None:
         hint = f"add it to Airflow (airflow connections add, or the UI) or set AIRFLOW_CONN_{conn_id.upper()}"
         raise ConnectionConfigError(f"connection {conn_id!r} is not defined: {hint}")
@@ -39,6 +46,12 @@ def _in_task() -> bool:
 
     runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
     return getattr(runner, "SUPERVISOR_COMMS", None) is not None
+
+
+def _looks_up_through_core(hook: Any) -> bool:
+    """Whether the hook's ``get_connection`` is core Airflow's (3.0), not the Task SDK's (3.1+)."""
+    method = getattr(hook.get_connection, "__func__", hook.get_connection)
+    return getattr(method, "__module__", "") == "airflow.hooks.base"
 
 
 def _from_metadata_database(conn_id: str) -> Any:
