@@ -10,9 +10,11 @@ the environment, and then:
 1. ``airflow coremodels export --sink ./coremodels-out`` (the default connection) prints the
    findings table and writes ./coremodels-out/latest.json and history/;
 2. ``airflow dags test coremodels_export`` runs the export DAG once, so the findings show in a
-   task log (same estate, so it reports ``unchanged``);
+   task log (same estate, so it reports ``unchanged``), with Airflow's own INFO lines left out
+   (``QUIET_DAGS_TEST``), so that the findings are what it shows;
 3. ``airflow coremodels lineage`` draws one DAG's neighbourhood, and the other views of the
-   stored snapshot are written beside it: ``coremodels.sarif`` and ``report.md``;
+   stored snapshot are written beside it: ``coremodels.sarif``, ``report.md`` and
+   ``lineage.svg`` (the UI page's picture);
 4. the CoreModels page of the Airflow UI is fetched, as the UI would, and checked.
 
 and stops everything it started. Run it twice: the second run's export reports ``unchanged``.
@@ -35,6 +37,25 @@ from support.airflow_server import AirflowApiServer
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "coremodels-out"
+
+
+#: What ``airflow dags test`` shows of its task's log: the provider's lines and Airflow's own
+#: ``[DAG TEST]`` markers at INFO, the rest of Airflow at WARNING. At INFO, Airflow logs about 130
+#: lines for this one run (filling the DAG bag, each DAG's next run, each task state update)
+#: around the dozen that are the export's. A deployment's task log is not changed by this.
+QUIET_DAGS_TEST = {
+    "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+    "AIRFLOW__LOGGING__NAMESPACE_LEVELS": " ".join(
+        f"{name}=INFO"
+        for name in (
+            "airflow.task.operators.airflow_provider_coremodels",  # the operator's self.log
+            "airflow_provider_coremodels",  # the provider's modules (capture, sinks)
+            "airflow.sdk.definitions.dag",  # [DAG TEST] starting / end task
+        )
+    ),
+    # `airflow dags test` warns on every run that the optional graphviz package is missing
+    "PYTHONWARNINGS": "ignore:Could not import graphviz:UserWarning",
+}
 
 
 def airflow(*args: str, env: dict[str, str]) -> None:
@@ -74,12 +95,13 @@ def main() -> int:
             "AIRFLOW_VAR_COREMODELS_SINKS": str(OUT),
         }
         airflow("coremodels", "export", "--sink", str(OUT), env=env)
-        airflow("dags", "test", "coremodels_export", env=env)
+        airflow("dags", "test", "coremodels_export", env={**env, **QUIET_DAGS_TEST})
 
         snapshot = str(OUT / "latest.json")
         airflow("coremodels", "lineage", "--snapshot", snapshot, "--around", "daily_revenue", env=env)
         write_view(OUT / "coremodels.sarif", "audit", "--snapshot", snapshot, "--format", "sarif", env=env)
         write_view(OUT / "report.md", "audit", "--snapshot", snapshot, "--format", "markdown", env=env)
+        write_view(OUT / "lineage.svg", "lineage", "--snapshot", snapshot, "--format", "svg", env=env)
 
         page = requests.get(
             f"{server.base_url}/coremodels/",
@@ -94,7 +116,8 @@ def main() -> int:
             print(f"  sign in as {server.username}; the password is in {passwords}")
             input("  press Enter to stop the server ... ")
     print(f"\nthe server is stopped. The snapshot: {OUT.relative_to(REPO)}/latest.json and history/,")
-    print(f"with coremodels.sarif and report.md beside it (open {OUT.relative_to(REPO)}/report.md).")
+    beside = "coremodels.sarif, report.md and lineage.svg"
+    print(f"with {beside} beside it (open {OUT.relative_to(REPO)}/report.md).")
     return 0
 
 

@@ -18,7 +18,7 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.rules import FAIL_ON
 
 FORMATS = ("table", "json", "sarif", "markdown", "openlineage")
-LINEAGE_FORMATS = ("mermaid", "dot")
+LINEAGE_FORMATS = ("mermaid", "dot", "svg")
 HISTORY_FORMATS = ("table", "json")
 COMPARE_FORMATS = ("table", "json", "markdown")
 #: How many history entries ``history`` lists unless told otherwise.
@@ -395,7 +395,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     ),
     CommandSpec(
         name="lineage",
-        help="Draw the DAG -> asset -> DAG lineage as Mermaid or Graphviz DOT",
+        help="Draw the DAG -> asset -> DAG lineage as Mermaid, Graphviz DOT or SVG",
         description=(
             "Draw the lineage of an estate (from artifact files or a stored snapshot, as audit takes "
             "them): producing DAG -> asset -> consuming DAG, with paused DAGs, external DAGs and nodes "
@@ -409,7 +409,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 {
                     "choices": LINEAGE_FORMATS,
                     "default": "mermaid",
-                    "help": "mermaid or dot (default: mermaid)",
+                    "help": "mermaid, dot, or svg (the UI page's picture, byte for byte; at most "
+                    "300 nodes, an estate larger than that drawn around one node) (default: mermaid)",
                 },
             ),
             ArgSpec(
@@ -423,7 +424,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
                     "default": 2,
                     "metavar": "N",
                     "help": "with --around: how many edges out to draw (default: 2, a DAG's assets and "
-                    "the DAGs on their other side)",
+                    "the DAGs on their other side); a neighbourhood of over 300 nodes is cut to its "
+                    "nearest 300, and a note on stderr says so",
                 },
             ),
             MAX_ARTIFACT_BYTES,

@@ -51,17 +51,35 @@ def audit(args: argparse.Namespace) -> int:
 
 
 def lineage(args: argparse.Namespace) -> int:
-    """``lineage``: the audit's inputs, drawn as Mermaid or DOT (findings mark the nodes)."""
-    from airflow_provider_coremodels.core.lineage import LineageGraph, to_dot, to_mermaid
+    """``lineage``: the audit's inputs drawn as Mermaid, DOT or the UI page's SVG; findings mark nodes."""
+    from airflow_provider_coremodels.core.lineage import (
+        MAX_NODES,
+        LineageGraph,
+        cut_note,
+        picture,
+        to_dot,
+        to_mermaid,
+    )
+    from airflow_provider_coremodels.core.suggest import did_you_mean
 
     document = _audited_document(args, "lineage")
     graph = LineageGraph.from_document(document)
-    if args.around is not None:
-        try:
-            graph = graph.neighbourhood(args.around, args.depth)
-        except ValueError as exc:
-            raise UsageError(f"--around: {exc}") from None
-    emit(to_dot(graph) if args.format == "dot" else to_mermaid(graph))
+    note = None
+    try:
+        if args.format == "svg":  # what the UI page draws, by the same function
+            drawn = picture(graph, args.around, args.depth)
+            text, note = drawn.svg, drawn.note
+        else:
+            if args.around is not None:
+                graph = graph.neighbourhood(args.around, args.depth, max_nodes=MAX_NODES)
+                note = cut_note(graph.cut, args.around, MAX_NODES) if graph.cut else None
+            text = to_dot(graph) if args.format == "dot" else to_mermaid(graph)
+    except ValueError as exc:
+        hint = did_you_mean(args.around, graph.names()) if args.around else ""  # graph: not yet cut
+        raise UsageError(f"--around: {exc}{hint}") from None
+    if note:
+        sys.stderr.write(f"note: {printable(note)}\n")
+    emit(text)
     return EXIT_OK
 
 

@@ -13,7 +13,6 @@ counted instead: in an estate of thousands of DAGs most have none.
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from html import escape
 from typing import Any, Literal
 
 from airflow_provider_coremodels.core.collector import gc_paused
+from airflow_provider_coremodels.core.layout import Box, Layout, Point, layered_layout
 from airflow_provider_coremodels.core.rules import catalogue, severity_rank
 from airflow_provider_coremodels.core.text import printable
 
@@ -78,6 +78,17 @@ class Node:
 
 
 @dataclass(frozen=True, slots=True)
+class Cut:
+    """Where a neighbourhood's node cap stopped it: of the ``found`` nodes at ``distance`` (of the
+    ``depth`` asked for), ``drawn`` are drawn; everything nearer is drawn whole."""
+
+    depth: int
+    distance: int
+    drawn: int
+    found: int
+
+
+@dataclass(frozen=True, slots=True)
 class LineageGraph:
     """Nodes in (kind, id) order and edges as (source key, target key) in the direction of the data.
 
@@ -91,10 +102,18 @@ class LineageGraph:
     hidden_dags: tuple[str, ...] = ()  # described DAGs with no asset lineage, not drawn
     via: Mapping[tuple[str, str], str] = field(default_factory=dict)
     crossing: frozenset[tuple[str, str]] = frozenset()
+    # A neighbourhood's: its centre, how many of each node's links lead to nodes not drawn, and
+    # where its cap cut it short (None when it holds all that lies within its depth).
+    centre: frozenset[str] = frozenset()
+    beyond: Mapping[str, int] = field(default_factory=dict)
+    cut: Cut | None = None
     _index: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
-    # Each node's neighbours either way, worked out at the first neighbourhood asked for (an
-    # assistant's server asks many of one graph).
+    # Worked out at the first neighbourhood asked for (an assistant's server asks many of one
+    # graph), so that each costs what it draws, not what the estate holds: every node's
+    # neighbours either way, its place in ``nodes``, and the places in ``edges`` of its edges out.
     _adjacent: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
+    _order: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    _edges_out: dict[str, list[int]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self._index.update((node.key, node) for node in self.nodes)
@@ -193,12 +212,19 @@ class LineageGraph:
         hidden = sorted(dag_id for dag_id, n in described.items() if n.key not in linked)
         return cls(_sorted(nodes), tuple(sorted(edges)), tuple(hidden), vias, frozenset(crossing))
 
-    def neighbourhood(self, center: str, depth: int = 2, *, kind: str | None = None) -> LineageGraph:
+    def neighbourhood(
+        self, center: str, depth: int = 2, *, kind: str | None = None, max_nodes: int | None = None
+    ) -> LineageGraph:
         """What lies within ``depth`` edges of the DAG or asset ``center``, in either direction.
 
         Depth 2 from a DAG shows its assets and the DAGs on their other side; from an asset,
         its producers and consumers and their other assets. ``kind`` (``dag`` or ``asset``) picks
         one where a DAG and an asset share the name; by default both are the centre.
+
+        With ``max_nodes``, a neighbourhood that would hold more stops at the last whole ring
+        (the nodes at one distance) that fits, and fills what room is left from the next ring,
+        a few nodes for each node that leads to it in turn; ``cut`` says where. Either way,
+        ``beyond`` counts each drawn node's links to nodes that are not drawn.
         """
         if depth < 0:
             raise ValueError(f"depth must be 0 or more, got {depth}")
@@ -206,31 +232,73 @@ class LineageGraph:
         starts = [key for key in (_key(k, center) for k in kinds) if key in self._index]
         if not starts:
             if center in self.hidden_dags and kind in (None, "dag"):
-                return LineageGraph((_node(center, "dag", False, {}),), ())
+                return LineageGraph(
+                    (_node(center, "dag", False, {}),), (), centre=frozenset([_key("dag", center)])
+                )
             raise ValueError(f"no DAG or asset named {center!r} in the lineage")
-        if not self._adjacent and self.edges:
+        if not self._order:
             adjacent: dict[str, list[str]] = defaultdict(list)
-            for source, target in self.edges:
+            edges_out: dict[str, list[int]] = defaultdict(list)
+            for number, (source, target) in enumerate(self.edges):
                 adjacent[source].append(target)
                 adjacent[target].append(source)
-            self._adjacent.update(adjacent)  # whole, in one step: two threads asking at once agree
-        distance = dict.fromkeys(starts, 0)
-        queue = deque(starts)
-        while queue:
-            key = queue.popleft()
-            if distance[key] == depth:
-                continue
-            for other in self._adjacent.get(key, ()):
-                if other not in distance:
-                    distance[other] = distance[key] + 1
-                    queue.append(other)
-        nodes = tuple(n for n in self.nodes if n.key in distance)
-        edges = tuple(e for e in self.edges if e[0] in distance and e[1] in distance)
+                edges_out[source].append(number)
+            # each whole, in one step, _order last (it is what is checked): two threads agree
+            self._adjacent.update(adjacent)
+            self._edges_out.update(edges_out)
+            self._order.update((node.key, i) for i, node in enumerate(self.nodes))
+        kept = dict.fromkeys(starts, 0)
+        ring = list(starts)
+        cut: Cut | None = None
+        for distance in range(1, depth + 1):
+            found: dict[str, str] = {}  # each node of the next ring, and the first node leading to it
+            for key in ring:
+                for other in self._adjacent.get(key, ()):
+                    if other not in kept and other not in found:
+                        found[other] = key
+            if not found:
+                break
+            if max_nodes is not None and len(kept) + len(found) > max_nodes:
+                room = max(max_nodes - len(kept), 0)
+                chosen = _round_robin(found, room)
+                kept.update(dict.fromkeys(chosen, distance))
+                cut = Cut(depth, distance, len(chosen), len(found))
+                break
+            kept.update(dict.fromkeys(found, distance))
+            ring = list(found)
+        nodes = tuple(self._index[key] for key in sorted(kept, key=self._order.__getitem__))
+        inside = sorted(n for key in kept for n in self._edges_out.get(key, ()) if self.edges[n][1] in kept)
+        edges = tuple(self.edges[n] for n in inside)
+        beyond = {}
+        for key in kept:
+            outside = sum(1 for other in self._adjacent.get(key, ()) if other not in kept)
+            if outside:
+                beyond[key] = outside
         return LineageGraph(
             nodes,
             edges,
             via={e: self.via[e] for e in edges if e in self.via},
             crossing=frozenset(e for e in edges if e in self.crossing),
+            centre=frozenset(starts),
+            beyond=beyond,
+            cut=cut,
+        )
+
+    def names(self) -> list[str]:
+        """Every DAG id and asset URI a neighbourhood can be asked for, in order."""
+        return sorted({*(node.id for node in self.nodes), *self.hidden_dags})
+
+    def focus(self) -> Node | None:
+        """The node a picture of an estate too large to draw whole is centred on: the one with the
+        most severe open findings (the most of them, then the most links), else the most linked."""
+        degree: dict[str, int] = defaultdict(int)
+        for source, target in self.edges:
+            degree[source] += 1
+            degree[target] += 1
+        return min(
+            self.nodes,
+            key=lambda n: (-severity_rank(n.severity or ""), -len(n.findings), -degree[n.key], n.key),
+            default=None,
         )
 
     def summary(self) -> str:
@@ -249,6 +317,22 @@ class LineageGraph:
         if self.hidden_dags:
             line += f"; {_plural(len(self.hidden_dags), 'DAG')} without asset lineage not shown"
         return line
+
+
+def _round_robin(found: Mapping[str, str], room: int) -> list[str]:
+    """Up to ``room`` of ``found`` (node -> the node leading to it), one for each leading node in
+    turn, so that every branch of a cut neighbourhood shows some of what lies beyond it."""
+    by_parent: dict[str, deque[str]] = defaultdict(deque)
+    for key, parent in found.items():
+        by_parent[parent].append(key)
+    queues = list(by_parent.values())
+    chosen: list[str] = []
+    while len(chosen) < room and queues:
+        for queue in queues:
+            if len(chosen) < room and queue:
+                chosen.append(queue.popleft())
+        queues = [queue for queue in queues if queue]
+    return chosen
 
 
 def _edge_sides(
@@ -453,10 +537,7 @@ def _dot_string(text: str) -> str:
 
 # -- SVG ------------------------------------------------------------------------------------
 
-_NODE_HEIGHT = 34
-_ROW_GAP = 14
-_COLUMN_GAP = 70
-_MARGIN = 16
+_NODE_HEIGHT = 34.0
 _CHAR_WIDTH = 7.0
 _MAX_LABEL = 36
 
@@ -475,153 +556,181 @@ _SVG_STYLE = """
 .coremodels-lineage .has-findings rect { stroke: #d1242f; stroke-width: 2.5; }
 .coremodels-lineage .mark { font-size: 10px; fill: #57606a; }
 .coremodels-lineage .has-findings .mark { fill: #d1242f; font-weight: 600; }
+.coremodels-lineage .centre rect { stroke-width: 3; }
 """
 
 
-@dataclass(frozen=True, slots=True)
-class _Box:
-    x: float
-    y: float
-    width: float
+def _node_size(node: Node) -> tuple[float, float]:
+    return (max(90.0, min(len(printable(node.id)), _MAX_LABEL) * _CHAR_WIDTH + 24), _NODE_HEIGHT)
 
 
-def layout(graph: LineageGraph) -> dict[str, _Box]:
-    """Place nodes in columns by longest path from a source, ordered to keep edges short.
-
-    Longest-path layering puts every producer left of what it feeds; a cycle (DAG A feeds B
-    through one asset and B feeds A through another) is broken where it is first met, and
-    sources move right to sit beside what they feed. Rows are then ordered by two barycentre
-    sweeps, the usual cheap cure for crossing edges.
-    """
+def layout(graph: LineageGraph) -> Layout:
+    """The picture's layered layout: boxes sized to their labels, edges routed between layers."""
     keys = [node.key for node in graph.nodes]
-    successors: dict[str, list[str]] = defaultdict(list)
-    predecessors: dict[str, list[str]] = defaultdict(list)
-    for source, target in graph.edges:
-        successors[source].append(target)
-        predecessors[target].append(source)
-
-    rank: dict[str, int] = {}
-    pending = {key: len(predecessors[key]) for key in keys}
-    ready = deque(key for key in keys if pending[key] == 0)
-    while len(rank) < len(keys):
-        if not ready:  # only cycles remain: start from the first unplaced node
-            ready.append(next(key for key in keys if key not in rank))
-        key = ready.popleft()
-        if key in rank:
-            continue
-        rank[key] = max((rank[p] + 1 for p in predecessors[key] if p in rank), default=0)
-        for target in successors[key]:
-            pending[target] -= 1
-            if pending[target] == 0 and target not in rank:
-                ready.append(target)
-
-    # A source sits just left of the first node it feeds, not in the first column: an asset
-    # no DAG produces, read only by a DAG far to the right, would otherwise stretch an edge
-    # across every column between.
-    for key in keys:
-        if not predecessors[key] and successors[key]:
-            rank[key] = max(0, min(rank[target] for target in successors[key]) - 1)
-
-    columns: dict[int, list[str]] = defaultdict(list)
-    for key in keys:  # keys are in (kind, id) order: a stable start
-        columns[rank[key]].append(key)
-    order = {key: i for column in columns.values() for i, key in enumerate(column)}
-    for neighbours, sweep in ((predecessors, sorted(columns)), (successors, sorted(columns, reverse=True))):
-        for column_index in sweep:
-            column = columns[column_index]
-            column.sort(key=functools.partial(_barycentre, neighbours=neighbours, order=order))
-            order.update((key, i) for i, key in enumerate(column))
-
-    boxes: dict[str, _Box] = {}
-    x = float(_MARGIN)
-    for column_index in sorted(columns):
-        column = columns[column_index]
-        width = max(_node_width(graph.node(key)) for key in column)
-        for row, key in enumerate(column):
-            boxes[key] = _Box(x, _MARGIN + row * (_NODE_HEIGHT + _ROW_GAP), width)
-        x += width + _COLUMN_GAP
-    return boxes
-
-
-def _barycentre(key: str, neighbours: Mapping[str, list[str]], order: Mapping[str, int]) -> float:
-    placed = [order[n] for n in neighbours.get(key, ()) if n in order]
-    return sum(placed) / len(placed) if placed else float(order[key])
-
-
-def _node_width(node: Node) -> float:
-    return max(90.0, min(len(node.id), _MAX_LABEL) * _CHAR_WIDTH + 24)
+    return layered_layout(keys, graph.edges, {node.key: _node_size(node) for node in graph.nodes})
 
 
 def _short(text: str) -> str:
     return text if len(text) <= _MAX_LABEL else text[: _MAX_LABEL - 1] + "…"
 
 
+def _path(route: tuple[Point, ...], direction: str) -> str:
+    """A route as SVG path data: each step a curve that leaves and arrives along the direction."""
+    (x, y), *rest = route
+    out = [f"M{x:.1f},{y:.1f}"]
+    for nx, ny in rest:
+        if direction == "LR":
+            bend = (nx - x) / 2
+            out.append(f"C{x + bend:.1f},{y:.1f} {nx - bend:.1f},{ny:.1f} {nx:.1f},{ny:.1f}")
+        else:
+            bend = (ny - y) / 2
+            out.append(f"C{x:.1f},{y + bend:.1f} {nx:.1f},{ny - bend:.1f} {nx:.1f},{ny:.1f}")
+        x, y = nx, ny
+    return " ".join(out)
+
+
 @gc_paused()
 def to_svg(graph: LineageGraph) -> str:
     """A self-contained inline ``<svg>``: styles included, every label escaped.
 
-    Each node is a ``<g class="node <kind> [paused] [stale] [has-findings]" data-id=...>`` with a
-    ``<title>`` giving its full name and marks (long names are shortened on the box).
+    Each node is a ``<g class="node <kind> [paused] [stale] [has-findings] [centre]" data-id=...>``
+    with a ``<title>`` giving its full name and marks (long names are shortened on the box).
+    Edges come first, so boxes are drawn over them, though the layout never routes an edge
+    through a box that is not one of its ends. A node with links that are not drawn (outside
+    a neighbourhood, or past its cap) says how many: ``+N``.
     """
-    boxes = layout(graph)
-    width = max((b.x + b.width for b in boxes.values()), default=0) + _MARGIN
-    height = max((b.y + _NODE_HEIGHT for b in boxes.values()), default=0) + _MARGIN
+    laid = layout(graph)
+    width, height = laid.width, laid.height
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="coremodels-lineage" width="{width:.0f}" '
-        f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
-        f'aria-label="{escape(graph.summary())}">',
+        f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" data-direction="{laid.direction}" '
+        f'role="img" aria-label="{escape(printable(graph.summary()))}">',
         f"<style>{_SVG_STYLE}</style>",
         '<defs><marker id="coremodels-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
         'markerHeight="7" orient="auto-start-reverse">'
         '<path d="M0,0 L10,5 L0,10 z" fill="#8c959f"/></marker></defs>',
     ]
     for source, target in graph.edges:
-        a, b = boxes[source], boxes[target]
-        x1, y1 = a.x + a.width, a.y + _NODE_HEIGHT / 2
-        x2, y2 = b.x, b.y + _NODE_HEIGHT / 2
-        bend = max(abs(x2 - x1) / 2, 30)
         via = graph.via.get((source, target))
         path = (
-            f'd="M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} '
-            f'{x2:.1f},{y2:.1f}" marker-end="url(#coremodels-arrow)"'
+            f'd="{_path(laid.routes[(source, target)], laid.direction)}" marker-end="url(#coremodels-arrow)"'
         )
         kind = "edge" + (" via" if via else "") + (" cross" if (source, target) in graph.crossing else "")
+        ends = f'data-source="{escape(source)}" data-target="{escape(target)}"'
         if via:
-            out.append(f'<path class="{kind}" {path}><title>{escape(printable(via))}</title></path>')
+            out.append(f'<path class="{kind}" {ends} {path}><title>{escape(printable(via))}</title></path>')
         else:
-            out.append(f'<path class="{kind}" {path}/>')
+            out.append(f'<path class="{kind}" {ends} {path}/>')
     for node in graph.nodes:
-        box = boxes[node.key]
-        classes = ["node", node.kind]
-        if node.paused:
-            classes.append("paused")
-        if node.stale:
-            classes.append("stale")
-        if node.findings:
-            classes.append("has-findings")
-        title = node.label() + (f": {', '.join(node.findings)}" if node.findings else "")
-        flags = (
-            ("paused", node.paused),
-            ("external", node.kind == "external"),
-            ("watched", node.watched),
-            ("stale", node.stale),
+        out.append(
+            _svg_node(node, laid.boxes[node.key], graph.beyond.get(node.key, 0), node.key in graph.centre)
         )
-        marks = [mark for mark, on in flags if on]
-        if node.findings:
-            marks.append(f"⚠ {len(node.findings)}")
-        radius = 14 if node.kind == "asset" else 4
-        shown = _short(printable(node.id))
-        x, y = box.x, box.y
-        parts = [
-            f'<g class="{" ".join(classes)}" data-id="{escape(node.id)}" data-kind="{node.kind}">',
-            f"<title>{escape(printable(title))}</title>",
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{box.width:.1f}" height="{_NODE_HEIGHT}" rx="{radius}"/>',
-            f'<text x="{x + 10:.1f}" y="{y + (15 if marks else 21):.1f}">{escape(shown)}</text>',
-        ]
-        if marks:
-            mark_text = escape(" · ".join(marks))
-            parts.append(f'<text class="mark" x="{x + 10:.1f}" y="{y + 28:.1f}">{mark_text}</text>')
-        parts.append("</g>")
-        out.append("".join(parts))
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _svg_node(node: Node, box: Box, beyond: int, centre: bool) -> str:
+    classes = ["node", node.kind]
+    if node.paused:
+        classes.append("paused")
+    if node.stale:
+        classes.append("stale")
+    if node.findings:
+        classes.append("has-findings")
+    if centre:
+        classes.append("centre")
+    title = node.label() + (f": {', '.join(node.findings)}" if node.findings else "")
+    if beyond:
+        title += f" ({_plural(beyond, 'linked node')} not drawn)"
+    flags = (
+        ("paused", node.paused),
+        ("external", node.kind == "external"),
+        ("watched", node.watched),
+        ("stale", node.stale),
+    )
+    marks = [mark for mark, on in flags if on]
+    if node.findings:
+        marks.append(f"⚠ {len(node.findings)}")
+    if beyond:
+        marks.append(f"+{beyond}")
+    radius = 14 if node.kind == "asset" else 4
+    shown = _short(printable(node.id))
+    x, y = box.x, box.y
+    parts = [
+        f'<g class="{" ".join(classes)}" data-id="{escape(node.id)}" data-kind="{node.kind}">',
+        f"<title>{escape(printable(title))}</title>",
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{box.width:.1f}" height="{box.height:.0f}" rx="{radius}"/>',
+        f'<text x="{x + 10:.1f}" y="{y + (15 if marks else 21):.1f}">{escape(shown)}</text>',
+    ]
+    if marks:
+        mark_text = escape(" · ".join(marks))
+        parts.append(f'<text class="mark" x="{x + 10:.1f}" y="{y + 28:.1f}">{mark_text}</text>')
+    parts.append("</g>")
+    return "".join(parts)
+
+
+# -- the picture the page draws and `lineage --format svg` writes -----------------------------
+
+#: The most nodes one picture draws: past a few hundred boxes a picture is unreadable (and its
+#: layout takes seconds), whatever the estate's size. A larger neighbourhood is cut to its
+#: nearest nodes (``LineageGraph.neighbourhood``), and an estate larger than this is drawn
+#: around its ``focus``.
+MAX_NODES = 300
+DEFAULT_DEPTH = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Picture:
+    """What one picture draws: the graph, its SVG, a caption, and a note when the picture is not
+    all that was asked for (a neighbourhood cut at the node cap, an estate drawn around a focus)."""
+
+    graph: LineageGraph
+    svg: str
+    caption: str
+    note: str | None = None
+
+
+def picture(
+    graph: LineageGraph, around: str | None = None, depth: int = DEFAULT_DEPTH, *, max_nodes: int = MAX_NODES
+) -> Picture:
+    """The picture of ``graph``, or of the neighbourhood of ``around`` within ``depth`` edges.
+
+    The UI page and ``lineage --format svg`` both draw this, so they draw the same bytes. An
+    unknown ``around`` raises ValueError (as ``neighbourhood`` does).
+    """
+    note = None
+    if around is None and len(graph.nodes) > max_nodes:
+        focus = graph.focus()
+        assert focus is not None  # there are nodes
+        why = "the node with the most severe open findings" if focus.findings else "the most linked node"
+        note = (
+            f"The whole estate has {len(graph.nodes):,} nodes, over the {max_nodes} one picture draws: "
+            f"this is the neighbourhood of {printable(focus.id)!r} ({why}) at depth {depth}. "
+            "Pick a DAG or asset to draw what surrounds it."
+        )
+        around = focus.id
+        shown = graph.neighbourhood(focus.id, depth, kind=_kind_of(focus), max_nodes=max_nodes)
+    elif around is not None:
+        shown = graph.neighbourhood(around, depth, max_nodes=max_nodes)
+    else:
+        shown = graph
+    if shown.cut is not None:
+        note = " ".join(filter(None, (note, cut_note(shown.cut, around or "", max_nodes))))
+    caption = (
+        f"Around {printable(around)!r}, depth {depth}: " if around is not None else ""
+    ) + shown.summary()
+    return Picture(shown, to_svg(shown), caption, note)
+
+
+def cut_note(cut: Cut, around: str, max_nodes: int) -> str:
+    """What a neighbourhood cut at the node cap leaves out, in a sentence."""
+    nearer = f"all within depth {cut.distance - 1} and " if cut.distance > 1 else ""
+    return (
+        f"The neighbourhood of {printable(around)!r} at depth {cut.depth} holds more than the {max_nodes} "
+        f"nodes one picture draws: drawn are {nearer}{cut.drawn:,} of the {cut.found:,} at distance "
+        f"{cut.distance}; a box marked +N has N links to nodes not drawn."
+    )
+
+
+def _kind_of(node: Node) -> str:
+    return "asset" if node.kind == "asset" else "dag"

@@ -272,16 +272,24 @@ def waived_text(waived: dict[str, Any]) -> str:
     return f"{text}, until {waived['expires']}" if waived.get("expires") else text
 
 
+def table_order(finding: Mapping[str, Any]) -> tuple[int, str, str, str]:
+    """The order people read findings in (the table, the UI page): the most severe first, then
+    section, code and subject. The document itself lists them by section, code and subject."""
+    return (
+        -severity_rank(str(finding.get("severity") or "")),
+        str(finding.get("section") or ""),
+        str(finding.get("code") or ""),
+        str(finding.get("subject") or ""),
+    )
+
+
 def render_table(document: dict[str, Any]) -> str:
     """The summary lines, a findings table and what the codes mean, then the lossiness records.
 
     Every cell and line from the estate is escaped (``printable``) before the column widths are
     measured, so a control character can neither drive the terminal nor break a row.
     """
-    findings = sorted(
-        document["findings"],
-        key=lambda f: (-severity_rank(f["severity"]), f["section"], f["code"], f["subject"]),
-    )
+    findings = sorted(document["findings"], key=table_order)
     lines = [
         summary_line(document),
         *context_lines(document),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from airflow_provider_coremodels.errors import ConnectionConfigError
 
 _NOT_FOUND = ("AirflowNotFoundException", "AirflowException")
+
+log = logging.getLogger(__name__)
 
 
 def get_connection(hook: Any, conn_id: str) -> Any:
@@ -17,13 +20,20 @@ def get_connection(hook: Any, conn_id: str) -> Any:
     backends and the metadata database. Outside one (``airflow coremodels``, ``python -m``) it
     reads only the first two, so a connection made with ``airflow connections add`` or in the UI
     is then read as ``airflow connections get`` reads it: through core Airflow, database included.
+    Airflow 3.0's hooks read through core Airflow already, outside a task, but through its cache,
+    which warns about the connection type's underscore: there the same lookup is made uncached.
     """
-    try:
-        return hook.get_connection(conn_id)
-    except Exception as exc:  # the secrets backends raise Airflow's own not-found error
-        if type(exc).__name__ not in _NOT_FOUND:
-            raise
-    stored = None if _in_task() else _from_metadata_database(conn_id)
+    in_task = _in_task()
+    if not in_task and _looks_up_through_core(hook):
+        # Airflow 3.0's hooks ask core Airflow, whose lookup caches (and warns): the same, uncached
+        stored = _from_metadata_database(conn_id)
+    else:
+        try:
+            return hook.get_connection(conn_id)
+        except Exception as exc:  # the secrets backends raise Airflow's own not-found error
+            if type(exc).__name__ not in _NOT_FOUND:
+                raise
+        stored = None if in_task else _from_metadata_database(conn_id)
     if stored is None:
         hint = f"add it to Airflow (airflow connections add, or the UI) or set AIRFLOW_CONN_{conn_id.upper()}"
         raise ConnectionConfigError(f"connection {conn_id!r} is not defined: {hint}")
@@ -61,18 +71,38 @@ def _in_task() -> bool:
     return getattr(runner, "SUPERVISOR_COMMS", None) is not None
 
 
+def _looks_up_through_core(hook: Any) -> bool:
+    """Whether the hook's ``get_connection`` is core Airflow's (3.0), not the Task SDK's (3.1+)."""
+    method = getattr(hook.get_connection, "__func__", hook.get_connection)
+    return getattr(method, "__module__", "") == "airflow.hooks.base"
+
+
 def _from_metadata_database(conn_id: str) -> Any:
-    """The connection as core Airflow finds it (environment, secrets backends, metadata database)."""
+    """The connection as core Airflow finds it: each secrets backend in Airflow's order
+    (environment, the configured backends, the metadata database), the first that has it.
+
+    This is the loop of ``Connection.get_connection_from_secrets`` without its cache. That
+    method writes every connection it finds into Airflow's secrets cache as a URI, and building
+    the URI of a connection type with an underscore logs "Connection schemes (type: airflow_api)
+    shall not contain '_'" on every command-line run (the URI round-trips all the same:
+    Airflow reads ``airflow-api://`` back as ``airflow_api``). A command line runs once, so the
+    cache gains it nothing; the connection type keeps its name, and stored connections work.
+    """
     try:
-        from airflow.models.connection import Connection
+        from airflow.configuration import ensure_secrets_loaded
     except ImportError:  # an SDK-only install: no metadata database to read
         return None
-    try:
-        return Connection.get_connection_from_secrets(conn_id)
-    except Exception as exc:
-        if type(exc).__name__ in _NOT_FOUND:
-            return None
-        raise
+    for backend in ensure_secrets_loaded():
+        try:
+            found = backend.get_connection(conn_id=conn_id)
+        except Exception as exc:
+            if type(exc).__name__ == "AirflowSecretsBackendAccessDenied":
+                raise  # an authoritative refusal, as Airflow treats it: never ask a laxer backend
+            log.debug("secrets backend %s: no %s", type(backend).__name__, conn_id, exc_info=True)
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def base_url(host: str | None, schema: str | None, port: int | None) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from jinja2 import DictLoader, Environment
 from markupsafe import Markup
 
-from airflow_provider_coremodels.core.lineage import LineageGraph, to_svg
+from airflow_provider_coremodels.core.lineage import DEFAULT_DEPTH, MAX_NODES, LineageGraph, Picture, picture
 from airflow_provider_coremodels.core.render import (
     as_sentence,
     baseline_sentence,
@@ -33,13 +33,11 @@ from airflow_provider_coremodels.core.render import (
     severity_breakdown,
     severity_counts,
     subject_text,
+    table_order,
 )
+from airflow_provider_coremodels.core.suggest import did_you_mean
 from airflow_provider_coremodels.core.trend import Trend, TrendPoint, summary, trend_svg
 
-#: Over this many nodes the picture is not drawn: past a few hundred boxes it is unreadable
-#: (and slow to lay out), and a neighbourhood (``?around=``) is what a person needs anyway.
-MAX_NODES = 300
-DEFAULT_DEPTH = 2
 MAX_DEPTH = 6
 #: Most DAG and asset ids offered by the picker; a larger estate is typed into the box.
 MAX_PICKER_IDS = 5000
@@ -85,6 +83,7 @@ def render_snapshot_page(
     counts = _mapping(state.get("counts"))
     names = display_names(document)
     findings = [_finding(f, names) for f in _list(document.get("findings")) if isinstance(f, Mapping)]
+    findings.sort(key=table_order)  # as the command line's table: the most severe first
     open_findings = [f for f in findings if not f["waived"]]
     external_edges = counts.get("lineageEdgesSkipped", document.get("lineageEdgesSkipped"))
     return _TEMPLATE.render(
@@ -214,31 +213,23 @@ def _lineage(document: Mapping[str, Any], around: str | None, depth_raw: str | N
             base,
             message="No DAG in this snapshot produces or consumes an asset: there is no lineage to draw.",
         )
-    shown = graph
-    if around:
-        try:
-            shown = graph.neighbourhood(around, depth)
-        except ValueError:
-            return replace(
-                base,
-                error=(
-                    f"There is no DAG or asset {around!r} in the lineage of this snapshot. "
-                    "Pick one from the list, or show the whole estate."
-                ),
-            )
-    if len(shown.nodes) > MAX_NODES:
-        what = f"The neighbourhood of {around!r} at depth {depth}" if around else "The lineage of this estate"
-        advice = (
-            "choose a smaller depth"
-            if around
-            else "pick a DAG or asset below to draw what surrounds it (?around=<id>&depth=N)"
+    try:
+        drawn = picture(graph, around or None, depth, max_nodes=MAX_NODES)
+    except ValueError:
+        hint = did_you_mean(around, graph.names())  # "; did you mean 'x'?" or ""
+        return replace(
+            base,
+            error=(
+                f"There is no DAG or asset {around!r} in the lineage of this snapshot{hint or '.'} "
+                "Pick one from the list, or show the whole estate."
+            ),
         )
-        too_many = f"{what} has {len(shown.nodes)} nodes, over the {MAX_NODES} this page draws"
-        return replace(base, message=f"{too_many}: {advice}.")
     return replace(
         base,
-        svg=Markup(to_svg(shown)),  # to_svg escapes every label itself
-        summary=(f"Around {around!r}, depth {depth}: " if around else "") + shown.summary(),
+        svg=Markup(drawn.svg),  # to_svg escapes every label itself
+        summary=drawn.caption,
+        message=drawn.note,
+        around=around or (_centre_id(drawn) if drawn.note else ""),
     )
 
 
@@ -288,6 +279,11 @@ def _row(point: TrendPoint) -> dict[str, Any]:
         "problem": point.problem,
         "notes": ", ".join(notes),
     }
+
+
+def _centre_id(drawn: Picture) -> str:
+    """The id a picture of an estate too large to draw whole was centred on."""
+    return next((node.id for node in drawn.graph.nodes if node.key in drawn.graph.centre), "")
 
 
 # -- the templates, the CSS and the script: package data -----------------------------------

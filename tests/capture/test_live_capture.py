@@ -299,6 +299,8 @@ def test_airflow_cli_capture_with_a_connection(airflow_server, tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets")
     assert airflow_server.password not in result.stdout + result.stderr
+    # Airflow's lookup would cache the connection as a URI and warn about airflow_api's underscore
+    assert "shall not contain '_'" not in result.stdout + result.stderr
     assert json.loads((tmp_path / "out" / "dags.json").read_bytes())["total_entries"] == 6
 
 
@@ -380,3 +382,5 @@ def test_a_connection_stored_in_the_metadata_database_works_from_the_command_lin
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets")
     assert airflow_server.password not in result.stdout + result.stderr
+    # Airflow's lookup would cache the connection as a URI and warn about airflow_api's underscore
+    assert "shall not contain '_'" not in result.stdout + result.stderr

@@ -133,6 +133,69 @@ def test_lineage_mermaid_and_dot(capsys) -> None:
     assert '"dag:load_orders" -> "asset:s3://lake/orders.parquet";' in out
 
 
+@pytest.mark.parametrize(
+    ("argv", "query"),
+    [
+        pytest.param([], {}, id="whole"),
+        pytest.param(
+            ["--around", "load_orders", "--depth", "1"], {"around": "load_orders", "depth": "1"}, id="around"
+        ),
+    ],
+)
+def test_lineage_svg_is_the_picture_the_ui_page_draws(
+    tmp_path: Path, capsys, argv: list[str], query: dict[str, str]
+) -> None:
+    """`lineage --format svg` of a stored snapshot writes the very <svg> the page embeds for it."""
+    from airflow_provider_coremodels.ui.page import render_snapshot_page
+
+    snapshot = tmp_path / "latest.json"
+    _, out, _ = run(capsys, "audit", *REAL_ARGS, "--format", "json")
+    snapshot.write_text(out)
+    code, svg, err = run(capsys, "lineage", "--snapshot", str(snapshot), "--format", "svg", *argv)
+    assert (code, err) == (0, "")
+    page = render_snapshot_page(json.loads(out), source=str(snapshot), **query)
+    start = page.index('<svg xmlns="http://www.w3.org/2000/svg" class="coremodels-lineage"')
+    assert svg == page[start : page.index("</svg>", start) + len("</svg>")] + "\n"
+
+
+def test_lineage_around_an_unknown_id_suggests_the_nearest_names(capsys) -> None:
+    code, _, err = run(capsys, "lineage", *REAL_ARGS, "--around", "daily_revenu")
+    assert code == 2
+    assert err == (
+        "error: --around: no DAG or asset named 'daily_revenu' in the lineage;"
+        " did you mean 'daily_revenue'?\n"
+    )
+    _, _, err = run(capsys, "lineage", *REAL_ARGS, "--around", "orders.parquet", "--format", "svg")
+    assert err.endswith("; did you mean 's3://lake/orders.parquet'?\n")
+    _, _, err = run(capsys, "lineage", *REAL_ARGS, "--around", "nosuchdag")
+    assert err == "error: --around: no DAG or asset named 'nosuchdag' in the lineage\n"  # nothing near
+
+
+def test_lineage_around_a_neighbourhood_over_the_cap_cuts_it_and_says_so(tmp_path: Path, capsys) -> None:
+    dags = {"dags": [{"dag_id": "producer", "owners": ["t"], "description": "d", "is_paused": False}]}
+    dags["dags"] += [
+        {"dag_id": f"consumer_{i:03}", "owners": ["t"], "description": "d", "is_paused": False}
+        for i in range(400)
+    ]
+    hub = {
+        "uri": "s3://lake/hub",
+        "producing_tasks": [{"dag_id": "producer", "task_id": "t"}],
+        "scheduled_dags": [{"dag_id": f"consumer_{i:03}"} for i in range(400)],
+    }
+    (tmp_path / "dags.json").write_text(json.dumps(dags))
+    (tmp_path / "datasets.json").write_text(json.dumps({"assets": [hub]}))
+    inputs = ["--dags", str(tmp_path / "dags.json"), "--datasets", str(tmp_path / "datasets.json")]
+    code, out, err = run(capsys, "lineage", *inputs, "--around", "s3://lake/hub", "--depth", "1")
+    assert code == 0
+    assert out.splitlines()[1] == "  %% 299 DAGs, 0 external DAGs, 1 asset, 299 edges"
+    assert err.startswith(
+        "note: The neighbourhood of 's3://lake/hub' at depth 1 holds more than the 300 nodes"
+    )
+    code, out, err = run(capsys, "lineage", *inputs, "--format", "svg")  # the whole estate: 402 nodes
+    assert code == 0 and out.count('<g class="node') == 300
+    assert err.startswith("note: The whole estate has 402 nodes, over the 300 one picture draws")
+
+
 def test_lineage_reads_a_stored_snapshot_and_applies_waivers(tmp_path: Path, capsys) -> None:
     snapshot = tmp_path / "snapshot.json"
     _, out, _ = run(capsys, "audit", *REAL_ARGS, "--format", "json")
@@ -176,6 +239,7 @@ def test_lineage_of_a_snapshot_over_the_cap_is_exit_2(tmp_path: Path, capsys) ->
     [
         pytest.param(["audit", *REAL_ARGS, "--format", "sarif"], id="sarif"),
         pytest.param(["lineage", *REAL_ARGS, "--format", "dot"], id="lineage-dot"),
+        pytest.param(["lineage", *REAL_ARGS, "--format", "svg"], id="lineage-svg"),
     ],
 )
 @CLI_GROUP

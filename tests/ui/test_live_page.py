@@ -25,6 +25,8 @@ from support.airflow_server import AirflowApiServer
 from support.browser import Browser
 from support.helpers import REPO, UI_PAGE
 
+from airflow_provider_coremodels.core.render import table_order
+
 pytestmark = [pytest.mark.airflow_server, UI_PAGE]
 
 ARTIFACTS = REPO / "test-artifacts"
@@ -108,7 +110,8 @@ def test_the_api_server_loads_the_plugin_the_provider_registers(live: Live) -> N
     assert (view["href"], view["url_route"], view["destination"], view["category"]) == (
         "/coremodels/", "coremodels", "nav", "browse",
     )  # fmt: skip
-    assert live.authed("/api/v2/plugins/importErrors").json()["total_entries"] == 0
+    errors = live.authed("/api/v2/plugins/importErrors").json()
+    assert errors["total_entries"] == 0, errors
     for icon in (view["icon"], view["icon_dark_mode"]):
         assert live.get(icon).headers["content-type"] == "image/svg+xml"
 
@@ -155,7 +158,9 @@ def test_a_person_sees_the_snapshot_and_filters_its_findings(browser: Browser, l
         assert browser.evaluate(COUNT_TEXT) == f"Showing {len(rows)} of {len(findings)} findings"
         return rows
 
-    everything = [f"{f['code']} {f['subject']}" for f in findings]
+    # the command line's order: the most severe first (the document's is by section and code)
+    everything = [f"{f['code']} {f['subject']}" for f in sorted(findings, key=table_order)]
+    assert everything[-1] == "dag-no-description legacy_cleanup"  # the one Info, after the Warnings
     assert shown() == everything
     browser.click("#sev-Warning")  # untick Warning: only the waived Info finding is left
     assert shown() == ["dag-no-description legacy_cleanup"]
@@ -251,6 +256,102 @@ def test_clicking_a_node_draws_its_neighbourhood(browser: Browser, live: Live) -
     error = browser.evaluate('document.getElementById("lineage-error").innerText')
     assert error.startswith("There is no DAG or asset 'no_such_dag' in the lineage of this snapshot.")
     assert browser.evaluate('document.querySelectorAll("svg.coremodels-lineage").length') == 0
+
+
+PICTURE_STATE = """(() => { const svg = document.querySelector(".picture svg");
+  const frame = document.querySelector(".picture").getBoundingClientRect();
+  const boxes = Array.from(svg.querySelectorAll("g.node rect")).map((r) => r.getBoundingClientRect());
+  const inside = boxes.filter((b) => b.left >= frame.left - 1 && b.right <= frame.right + 1
+    && b.top >= frame.top - 1 && b.bottom <= frame.bottom + 1).length;
+  return {viewBox: svg.getAttribute("viewBox").split(" ").map(Number),
+          scale: Number(document.querySelector(".picture").dataset.scale),
+          level: document.getElementById("zoom-level").innerText,
+          boxes: boxes.length, inside: inside}; })()"""
+
+
+def drag(browser: Browser, selector: str, dx: float, dy: float) -> None:
+    """Press the mouse in the middle of ``selector``, move it by (dx, dy) in steps, release it."""
+    x, y = browser.evaluate(
+        f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
+        " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+    )
+    events = [("mousePressed", x, y)] + [("mouseMoved", x + dx * i / 5, y + dy * i / 5) for i in range(1, 6)]
+    for kind, px, py in [*events, ("mouseReleased", x + dx, y + dy)]:
+        params = {"type": kind, "x": px, "y": py, "button": "left", "buttons": 1, "clickCount": 1}
+        browser.command("Input.dispatchMouseEvent", params)
+
+
+def test_the_picture_fits_its_frame_and_pans_and_zooms(browser: Browser, live: Live) -> None:
+    """The whole picture shows at first (no box clipped by the frame); the buttons, the wheel
+    and a drag move it; a click after a drag does not leave the page; no CSP complaint."""
+    browser.command("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:  # without the script: the picture at its own size, scrolling in its frame, no buttons
+        open_page(browser, live)
+        assert browser.evaluate('getComputedStyle(document.querySelector(".picture")).overflow') == "auto"
+        assert browser.evaluate('document.querySelector(".picture-tools").getClientRects().length') == 0
+    finally:
+        browser.command("Emulation.setScriptExecutionDisabled", {"value": False})
+    open_page(browser, live)
+    assert browser.evaluate('getComputedStyle(document.querySelector(".picture")).overflow') == "hidden"
+    before = browser.evaluate(PICTURE_STATE)
+    assert before["boxes"] == 9 and before["inside"] == 9  # fitted: every box in the frame
+    assert before["scale"] <= 1 and before["level"] == f"{round(before['scale'] * 100)}%"
+
+    browser.click('[data-zoom="in"]')
+    zoomed = browser.evaluate(PICTURE_STATE)
+    assert zoomed["scale"] == pytest.approx(before["scale"] * 1.25, rel=1e-3)
+    assert zoomed["viewBox"][2] == pytest.approx(before["viewBox"][2] / 1.25, rel=1e-2)
+
+    drag(browser, ".picture", -120, -40)
+    panned = browser.evaluate(PICTURE_STATE)
+    assert panned["viewBox"][0] == pytest.approx(zoomed["viewBox"][0] + 120 / zoomed["scale"], abs=1)
+    assert panned["viewBox"][1] == pytest.approx(zoomed["viewBox"][1] + 40 / zoomed["scale"], abs=1)
+    assert browser.evaluate("location.search") == ""  # a drag is no click: still the whole estate
+
+    browser.evaluate('document.querySelector(".picture").scrollIntoView()')
+    x, y = browser.evaluate(
+        '(() => { const r = document.querySelector(".picture").getBoundingClientRect();'
+        " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+    )
+    browser.command(
+        "Input.dispatchMouseEvent", {"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": -200}
+    )
+    wheeled = browser.wait_for(f"{PICTURE_STATE}.scale > {panned['scale'] + 0.01} && {PICTURE_STATE}")
+    assert wheeled["scale"] == pytest.approx(panned["scale"] * 1.349, rel=1e-2)  # exp(200 * 0.0015)
+
+    browser.click('[data-zoom="fit"]')
+    assert browser.evaluate(PICTURE_STATE)["inside"] == 9
+    browser.click('[data-zoom="actual"]')
+    assert browser.evaluate(PICTURE_STATE)["scale"] == 1
+    browser.evaluate('document.querySelector(".picture").focus()')
+    browser.command("Input.dispatchKeyEvent", {"type": "keyDown", "key": "-", "text": "-"})
+    assert browser.wait_for(f"{PICTURE_STATE}.scale < 1 && {PICTURE_STATE}")["scale"] == pytest.approx(
+        0.8, rel=1e-3
+    )
+    assert browser.exceptions == []
+    assert not [line for line in browser.console if "Content Security Policy" in line]
+    browser.click('[data-zoom="fit"]')
+    browser.screenshot(ARTIFACTS / "coremodels-lineage.png", full_page=False)
+
+
+def test_the_command_line_writes_the_picture_the_server_draws(live: Live, tmp_path: Path) -> None:
+    """`lineage --snapshot latest.json --format svg` (with the export's waivers) is the page's <svg>."""
+    waivers = tmp_path / "waivers.json"
+    waivers.write_text(json.dumps([WAIVER]))
+    for query, argv in (
+        ({}, []),
+        ({"around": "load_orders", "depth": "1"}, ["--around", "load_orders", "--depth", "1"]),
+    ):
+        page = live.authed(PAGE, **query).text
+        start = page.index('<svg xmlns="http://www.w3.org/2000/svg" class="coremodels-lineage"')
+        drawn = page[start : page.index("</svg>", start) + len("</svg>")]
+        cli = subprocess.run(
+            [sys.executable, "-m", "airflow_provider_coremodels", "lineage", "--format", "svg",
+             "--snapshot", str(live.snapshot_dir / "latest.json"), "--waivers", str(waivers), *argv],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert cli.returncode == 0, cli.stderr
+        assert cli.stdout == drawn + "\n"
 
 
 def test_the_airflow_ui_lists_the_page_and_shows_it_in_a_frame(browser: Browser, live: Live) -> None:

@@ -116,8 +116,12 @@ def test_the_recorded_estate_shows_facts_findings_and_lineage() -> None:
         assert words in page.text
     rows = page.rows()
     assert [(r["data-severity"], r["data-code"]) for r in rows] == [
-        (f["severity"], f["code"]) for f in document["findings"]
-    ]
+        ("Warning", "asset-unproduced"),
+        ("Warning", "dag-no-owner"),
+        ("Warning", "paused-producer"),
+        ("Info", "dag-no-description"),
+    ]  # the command line's order: the most severe first
+    assert [f["code"] for f in document["findings"]][1] == "dag-no-description"  # the document's: by code
     assert page.find("svg", **{"class": "coremodels-lineage"})
     # the Content-Security-Policy admits the one hashed script: no inline event handlers
     assert not [(t, k) for t, a in page.tags for k in a if k.startswith("on")]
@@ -151,6 +155,43 @@ def test_policy_findings_and_airflow_warnings_show_like_the_others() -> None:
     assert not page.find("b")
     options = [a["value"] for t, a in page.tags if t == "option" and a.get("value")]
     assert "policy-owner" in options and "airflow-warning" in options
+
+
+def test_findings_are_listed_most_severe_first_then_by_section_code_and_subject() -> None:
+    """The page lists findings as the command line's table does, not in the document's order."""
+    findings = [
+        {"section": s, "severity": v, "code": c, "subject": j, "message": "m"}
+        for s, v, c, j in (
+            ("Conformance", "Info", "dag-no-description", "a"),
+            ("Conformance", "Warning", "dag-no-owner", "b"),
+            ("Conformance", "Warning", "dag-no-owner", "a"),
+            ("Coverage", "Info", "dataset-unmapped", "a"),
+            ("Drift", "Warning", "dataset-removed", "a"),
+            ("Conformance", "Error", "dag-import-error", "z/f.py"),
+            ("Policy", "Critical", "policy-future", "x"),  # a severity this version does not know: last
+        )
+    ]
+    page = render({**recorded_document(), "findings": findings})
+    assert [(r["data-severity"], r["data-code"]) for r in page.rows()] == [
+        ("Error", "dag-import-error"),
+        ("Warning", "dag-no-owner"),
+        ("Warning", "dag-no-owner"),
+        ("Warning", "dataset-removed"),
+        ("Info", "dag-no-description"),
+        ("Info", "dataset-unmapped"),
+        ("Critical", "policy-future"),
+    ]
+    assert [r["data-code"] for r in page.rows()] == [code for _, code in render_table_order(findings)]
+
+
+def render_table_order(findings: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The (severity, code) of each row of the command line's table, in its order."""
+    from airflow_provider_coremodels.core.render import render_table
+
+    table = render_table({**recorded_document(), "findings": findings}).splitlines()
+    start = next(i for i, line in enumerate(table) if line.startswith("SEVERITY"))
+    rows = [line.split()[:3] for line in table[start + 1 : start + 1 + len(findings)]]
+    return [(row[0], row[2]) for row in rows]
 
 
 def test_filters_offer_each_severity_and_code_present() -> None:
@@ -242,6 +283,15 @@ def test_an_unknown_id_says_so_and_still_offers_the_picker() -> None:
     assert "load_orders" in [a["value"] for a in page.find("option") if a.get("value")]
 
 
+def test_an_unknown_id_near_a_known_one_is_offered_it() -> None:
+    page = render(recorded_document(), around="daily_revenu")
+    assert (
+        "There is no DAG or asset 'daily_revenu' in the lineage of this snapshot; did you mean "
+        "'daily_revenue'? Pick one from the list, or show the whole estate." in page.text
+    )
+    assert not page.find("svg")
+
+
 @pytest.mark.parametrize("depth", ["0", "-1", "seven", "99"])
 def test_a_bad_depth_falls_back_to_the_default_and_says_so(depth: str) -> None:
     page = render(recorded_document(), around="load_orders", depth=depth)
@@ -249,7 +299,9 @@ def test_a_bad_depth_falls_back_to_the_default_and_says_so(depth: str) -> None:
     assert page.find("svg")
 
 
-def test_over_the_node_cap_the_picture_is_not_drawn_but_a_neighbourhood_is() -> None:
+def test_over_the_node_cap_the_page_draws_the_estate_around_one_node_and_says_so() -> None:
+    """A ring of 200 DAGs and 200 assets: over the 300 nodes one picture draws, so the page draws
+    the neighbourhood of its focus (no findings here: the most linked node, then the first)."""
     dags = [
         {"dag_id": f"dag_{i:03}", "is_paused": False, "owners": ["t"], "description": "d"} for i in range(200)
     ]
@@ -263,9 +315,15 @@ def test_over_the_node_cap_the_picture_is_not_drawn_but_a_neighbourhood_is() -> 
     ]
     document = document_for(dags, None, {"assets": assets})
     page = render(document)
-    assert f"has 400 nodes, over the {MAX_NODES} this page draws" in page.text
-    assert "pick a DAG or asset below" in page.text
-    assert not page.find("svg")
+    assert (
+        f"The whole estate has 400 nodes, over the {MAX_NODES} one picture draws: this is the "
+        "neighbourhood of 's3://lake/a000' (the most linked node) at depth 2." in page.text
+    )
+    assert {a["data-id"] for a in page.find("g") if a.get("data-id")} == {
+        "s3://lake/a199", "dag_000", "s3://lake/a000", "dag_001", "s3://lake/a001",
+    }  # fmt: skip
+    assert page.find("input", id="around", value="s3://lake/a000")  # the picker names the centre
+    assert "Around 's3://lake/a000', depth 2:" in page.text
     assert len([a for a in page.find("option") if a.get("value", "").startswith("dag_")]) == 200
     near = render(document, around="dag_010", depth="2")
     assert {a["data-id"] for a in near.find("g") if a.get("data-id")} == {
@@ -275,8 +333,29 @@ def test_over_the_node_cap_the_picture_is_not_drawn_but_a_neighbourhood_is() -> 
         "dag_009",
         "dag_011",
     }
+    assert "The whole estate" not in near.text
     whole_ring = render(document, around="dag_010", depth="6")
     assert len([a for a in whole_ring.find("g") if a.get("data-id")]) == 13
+
+
+def test_a_neighbourhood_over_the_node_cap_is_cut_and_the_page_says_where() -> None:
+    dags = [{"dag_id": "producer", "owners": ["t"], "description": "d"}] + [
+        {"dag_id": f"consumer_{i:03}", "owners": ["t"], "description": "d"} for i in range(400)
+    ]
+    assets = [
+        {
+            "uri": "s3://lake/hub",
+            "producing_tasks": [{"dag_id": "producer", "task_id": "t"}],
+            "scheduled_dags": [{"dag_id": f"consumer_{i:03}"} for i in range(400)],
+        }
+    ]
+    page = render(document_for(dags, None, {"assets": assets}), around="s3://lake/hub", depth="1")
+    assert len([a for a in page.find("g") if a.get("data-id")]) == MAX_NODES
+    assert (
+        "The neighbourhood of 's3://lake/hub' at depth 1 holds more than the 300 nodes one picture "
+        "draws: drawn are 299 of the 401 at distance 1" in page.text
+    )
+    assert "s3://lake/hub +102" in page.text  # the hub's box counts its links not drawn
 
 
 def test_a_sparse_or_odd_document_still_renders() -> None:
