@@ -9,6 +9,8 @@ from __future__ import annotations
 #: The connection ids the hooks, the operator and the CLI use when none is named: one per type.
 AIRFLOW_API_CONN_ID = "airflow_api_default"
 COREMODELS_CONN_ID = "coremodels_default"
+#: The least severity that fails a run (``--fail-on``, ``fail_on``): by default none does.
+FAIL_ON = "never"
 #: How many cadences old an asset may grow before asset-stale calls it stale (--stale-tolerance).
 STALE_TOLERANCE = 2.0
 #: The snapshot cap: a larger encoded document is stored without datasets and lineage.

@@ -30,7 +30,9 @@ from airflow_provider_coremodels.core import (
 )
 from airflow_provider_coremodels.core.changes import FindingChanges, finding_changes, stored_findings
 from airflow_provider_coremodels.core.document import Document
+from airflow_provider_coremodels.core.freshness import positive_number
 from airflow_provider_coremodels.core.policy import Policy
+from airflow_provider_coremodels.core.rules import FAIL_ON
 from airflow_provider_coremodels.core.waivers import Waiver
 from airflow_provider_coremodels.errors import (
     ConnectionConfigError,
@@ -94,6 +96,99 @@ class ExportResult:
         else:
             state = "changed"
         return f"export: fingerprint {self.document['fingerprint']} {state}; {sinks}"
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """What one export is told, whichever door it came in by.
+
+    The command line builds it from its arguments and the operator from its own; every value is
+    checked here, once, before anything is captured, and a bad one is a ``UsageError`` naming the
+    setting (exit 2 on the command line, a failed task in Airflow). The defaults are
+    ``defaults.py``'s. ``sinks`` may be one string of comma-separated URIs (a templated operator
+    argument) or a sequence of them.
+    """
+
+    sinks: Sequence[str] = ()  # a str is one too: its URIs separated by commas
+    sink_conn_id: str | None = None
+    coremodels_conn_id: str | None = None
+    fail_on: str = defaults.FAIL_ON
+    max_snapshot_bytes: int = defaults.MAX_SNAPSHOT_BYTES
+    include_asset_extra: bool = False
+    waivers: Sequence[Waiver] = ()
+    policy: Policy | None = None
+    now: datetime | None = None
+    stale_tolerance: float = defaults.STALE_TOLERANCE
+    deployment: str | None = None
+    history_keep: int = 0
+    history_max_age_days: float | None = None
+    openlineage_events: str | None = None
+    openlineage_namespaces: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sinks", tuple(uri_list(self.sinks)))
+        object.__setattr__(self, "waivers", tuple(self.waivers))
+        object.__setattr__(self, "openlineage_namespaces", tuple(self.openlineage_namespaces))
+        checked_fail_on(self.fail_on)
+        if positive_number(self.stale_tolerance) is None:
+            raise UsageError(f"stale_tolerance must be a positive number, got {self.stale_tolerance!r}")
+        size = self.max_snapshot_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+            raise UsageError(f"max_snapshot_bytes must be a positive whole number, got {size!r}")
+        checked_retention(self.history_keep, self.history_max_age_days)
+
+    @property
+    def retention(self) -> Retention:
+        return Retention(self.history_keep, self.history_max_age_days)
+
+    def open_sinks(self, retry: RetryPolicy | None = None) -> list[Sink]:
+        """Every sink, opened and checked (scheme, package, connection) before the capture."""
+        return open_sinks(
+            self.sinks,
+            sink_conn_id=self.sink_conn_id,
+            coremodels_conn_id=self.coremodels_conn_id,
+            retry=retry,
+            openlineage_events=self.openlineage_events,
+            openlineage_namespaces=self.openlineage_namespaces,
+            retention=self.retention,
+        )
+
+    def run(
+        self, client: AirflowApiClient, sinks: Sequence[Sink], progress: ProgressCallback | None = None
+    ) -> ExportResult:
+        """``export`` with these settings (``SinksFailed`` when a sink could not be written)."""
+        return export(
+            client,
+            sinks,
+            max_snapshot_bytes=self.max_snapshot_bytes,
+            include_asset_extra=self.include_asset_extra,
+            waivers=self.waivers,
+            now=self.now,
+            stale_tolerance=self.stale_tolerance,
+            deployment=self.deployment,
+            progress=progress,
+            policy=self.policy,
+        )
+
+
+def uri_list(value: Sequence[str]) -> list[str]:
+    """The URIs of a setting (sinks, sources): a sequence, or one string of them separated by commas."""
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return [item.strip() for item in items if item and item.strip()]
+
+
+def checked_fail_on(value: str) -> str:
+    if value not in FAIL_ON:
+        raise UsageError(f"fail_on must be one of {', '.join(FAIL_ON)}, got {value!r}")
+    return value
+
+
+def checked_retention(keep: int, max_age_days: float | None) -> Retention:
+    """``history_keep`` and ``history_max_age_days`` as a rule, or a ``UsageError`` naming the bad one."""
+    try:
+        return Retention(keep, max_age_days)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def open_by_severity(document: Document) -> dict[str, int]:

@@ -85,7 +85,7 @@ FAIL_ON_ARG = ArgSpec(
     ("--fail-on",),
     {
         "choices": tuple(FAIL_ON),
-        "default": "never",
+        "default": defaults.FAIL_ON,
         "help": "exit 1 when a finding at or above this severity remains (default: never)",
     },
 )
@@ -569,7 +569,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 ("--fail-on",),
                 {
                     "choices": tuple(FAIL_ON),
-                    "default": "never",
+                    "default": defaults.FAIL_ON,
                     "help": "exit 1 when a finding at or above this severity opened (default: never)",
                 },
             ),

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
     from airflow_provider_coremodels.core.compare import Side
     from airflow_provider_coremodels.sinks import SinkResult
-    from airflow_provider_coremodels.sinks.history import HistoryReader, Retention
+    from airflow_provider_coremodels.sinks.history import HistoryReader
 
 #: The example estate's recorded REST responses (example_dags/estate served by Airflow 3.3),
 #: package data so that a first run needs nothing but the install.
@@ -133,7 +133,7 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
 
 def merge(args: argparse.Namespace) -> int:
     """``merge``: the snapshots of several deployments as one estate, audited, printed and pushed."""
-    from airflow_provider_coremodels.export import open_sinks
+    from airflow_provider_coremodels.export import checked_retention, open_sinks
     from airflow_provider_coremodels.federation import Source, merge_and_push
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
@@ -144,7 +144,7 @@ def merge(args: argparse.Namespace) -> int:
             args.sink,
             sink_conn_id=args.sink_conn_id,
             coremodels_conn_id=args.coremodels_conn_id,
-            retention=retention(args),
+            retention=checked_retention(args.history_keep, args.history_max_age),
             **_openlineage_defaults(args),
         )
         try:
@@ -202,24 +202,30 @@ def export(args: argparse.Namespace) -> int:
     """``export``: capture, audit against the sinks' baseline, print, push to every sink."""
     from airflow_provider_coremodels.capture import AirflowApiClient
     from airflow_provider_coremodels.capture.progress import ProgressReporter
-    from airflow_provider_coremodels.export import export as run_export
-    from airflow_provider_coremodels.export import open_sinks
+    from airflow_provider_coremodels.export import ExportSettings
 
     _airflow_logs_to_stderr(args)
     # the files a team writes are checked before anything is captured: a bad one is exit 2 at once
-    waivers = read_waivers(args.waivers) if args.waivers else ()
-    policy = read_rules(args.rules) if args.rules else None
+    settings = ExportSettings(
+        sinks=args.sink,
+        sink_conn_id=args.sink_conn_id,
+        coremodels_conn_id=args.coremodels_conn_id,
+        fail_on=args.fail_on,
+        max_snapshot_bytes=args.max_snapshot_bytes,
+        include_asset_extra=args.include_asset_extra,
+        waivers=read_waivers(args.waivers) if args.waivers else (),
+        policy=read_rules(args.rules) if args.rules else None,
+        now=args.now,
+        stale_tolerance=defaults.STALE_TOLERANCE if args.stale_tolerance is None else args.stale_tolerance,
+        deployment=args.deployment or (None if args.base_url else _conn_id(args)),
+        history_keep=args.history_keep,
+        history_max_age_days=args.history_max_age,
+        **_openlineage_defaults(args),
+    )
     source = api_source(args)
     retry = retry_policy(args)
     with _stdout_to_stderr():
-        sinks = open_sinks(
-            args.sink,
-            sink_conn_id=args.sink_conn_id,
-            coremodels_conn_id=args.coremodels_conn_id,
-            retry=retry,
-            retention=retention(args),
-            **_openlineage_defaults(args),
-        )
+        sinks = settings.open_sinks(retry)
     if not sinks:
         sys.stderr.write(
             "warning: export has no --sink: the snapshot is audited and printed, but stored nowhere "
@@ -229,18 +235,7 @@ def export(args: argparse.Namespace) -> int:
     try:
         with AirflowApiClient(source, retry=retry) as client:
             try:
-                result = run_export(
-                    client,
-                    sinks,
-                    max_snapshot_bytes=args.max_snapshot_bytes,
-                    policy=policy,
-                    include_asset_extra=args.include_asset_extra,
-                    waivers=waivers,
-                    now=args.now,
-                    stale_tolerance=args.stale_tolerance,
-                    deployment=args.deployment or (None if args.base_url else _conn_id(args)),
-                    progress=progress,
-                )
+                result = settings.run(client, sinks, progress)
             except SinksFailed as failure:  # every other sink was written: the output is still due
                 result = failure.result
     finally:
@@ -251,13 +246,6 @@ def export(args: argparse.Namespace) -> int:
     emit(render(result.document, args))
     say_summary(f"{result.capture.line()}\n{result.summary_line()}", args)
     return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)
-
-
-def retention(args: argparse.Namespace) -> Retention:
-    """``--history-keep`` and ``--history-max-age``: what the sinks keep of their history."""
-    from airflow_provider_coremodels.sinks.history import Retention
-
-    return Retention(args.history_keep, args.history_max_age)
 
 
 def history(args: argparse.Namespace) -> int:

@@ -16,7 +16,6 @@ from airflow.sdk import BaseOperator
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.alerts import as_notifiers, notify, send_metrics
 from airflow_provider_coremodels.compat import AirflowException
-from airflow_provider_coremodels.core.freshness import positive_number
 from airflow_provider_coremodels.core.policy import Policy, rules_from_value
 from airflow_provider_coremodels.core.render import (
     context_lines,
@@ -26,7 +25,7 @@ from airflow_provider_coremodels.core.render import (
     freshness_line,
     summary_line,
 )
-from airflow_provider_coremodels.core.rules import FAIL_ON, failing_findings
+from airflow_provider_coremodels.core.rules import failing_findings
 from airflow_provider_coremodels.core.text import printable
 from airflow_provider_coremodels.core.waivers import Waiver, waivers_from_value
 from airflow_provider_coremodels.errors import CoreModelsError, SinksFailed
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import AirflowApiClient
     from airflow_provider_coremodels.export import ExportResult
     from airflow_provider_coremodels.sinks import SinkResult
-    from airflow_provider_coremodels.sinks.history import Retention
 
 LOG_LEVEL = {"Info": logging.INFO, "Warning": logging.WARNING, "Error": logging.ERROR}
 
@@ -155,43 +153,33 @@ class CoreModelsExportOperator(BaseOperator):
         return operator_waivers(self.waivers)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_coremodels.export import export, open_sinks
+        from airflow_provider_coremodels.export import ExportSettings
 
-        if self.fail_on not in FAIL_ON:
-            raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
-        if positive_number(self.stale_tolerance) is None:
-            raise AirflowException(f"stale_tolerance must be a positive number, got {self.stale_tolerance!r}")
-        retention = operator_retention(self.history_keep, self.history_max_age_days)
-        uris = self.sinks.split(",") if isinstance(self.sinks, str) else list(self.sinks)
-        uris = [uri.strip() for uri in uris if uri.strip()]
-        if not uris:
-            self.log.warning(
-                "No sinks: the snapshot is audited and logged, but stored nowhere "
-                "(no baseline is kept for the next run's coverage and drift)"
-            )
         try:
-            waivers = self._waivers()
-            policy = operator_rules(self.rules)
-            retry = RetryPolicy()
-            sinks = open_sinks(
-                uris,
+            settings = ExportSettings(  # every argument checked here, before anything is captured
+                sinks=self.sinks,
                 sink_conn_id=self.sink_conn_id,
                 coremodels_conn_id=self.coremodels_conn_id,
-                retry=retry,
-                retention=retention,
+                fail_on=self.fail_on,
+                max_snapshot_bytes=self.max_snapshot_bytes,
+                include_asset_extra=self.include_asset_extra,
+                waivers=self._waivers(),
+                policy=operator_rules(self.rules),
+                stale_tolerance=self.stale_tolerance,
+                deployment=self.deployment or self.airflow_api_conn_id,
+                history_keep=self.history_keep,
+                history_max_age_days=self.history_max_age_days,
             )
+            if not settings.sinks:
+                self.log.warning(
+                    "No sinks: the snapshot is audited and logged, but stored nowhere "
+                    "(no baseline is kept for the next run's coverage and drift)"
+                )
+            retry = RetryPolicy()
+            sinks = settings.open_sinks(retry)
             with self.hook.get_conn(retry) as client, pushed_anyway() as pushed:
                 self._client = client
-                pushed.result = export(
-                    client,
-                    sinks,
-                    max_snapshot_bytes=self.max_snapshot_bytes,
-                    include_asset_extra=self.include_asset_extra,
-                    waivers=waivers,
-                    stale_tolerance=self.stale_tolerance,
-                    deployment=self.deployment or self.airflow_api_conn_id,
-                    policy=policy,
-                )
+                pushed.result = settings.run(client, sinks)
             result: ExportResult = pushed.result
         except CoreModelsError as exc:
             raise AirflowException(SECRETS.scrub(str(exc))) from exc
@@ -222,16 +210,6 @@ def operator_waivers(value: str | Sequence[Mapping[str, Any]] | None) -> tuple[W
 
         return read_waivers(value)
     return waivers_from_value(value)
-
-
-def operator_retention(keep: int, max_age_days: float | None) -> Retention:
-    """An operator's ``history_keep`` and ``history_max_age_days``, checked before anything is captured."""
-    from airflow_provider_coremodels.sinks.history import Retention
-
-    try:
-        return Retention(keep, max_age_days)
-    except ValueError as exc:
-        raise AirflowException(str(exc)) from None
 
 
 def operator_rules(value: str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None) -> Policy | None:

@@ -16,13 +16,11 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.compat import AirflowException
-from airflow_provider_coremodels.core.rules import FAIL_ON
 from airflow_provider_coremodels.errors import CoreModelsError
 from airflow_provider_coremodels.operators.export import (
     fail_on_findings,
     fail_on_sinks,
     log_document,
-    operator_retention,
     operator_rules,
     operator_waivers,
     pushed_anyway,
@@ -100,23 +98,27 @@ class CoreModelsMergeOperator(BaseOperator):
         self.history_max_age_days = history_max_age_days
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_coremodels.export import open_sinks
+        from airflow_provider_coremodels.export import (
+            checked_fail_on,
+            checked_retention,
+            open_sinks,
+            uri_list,
+        )
         from airflow_provider_coremodels.federation import Source, merge_and_push
 
-        if self.fail_on not in FAIL_ON:
-            raise AirflowException(f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
-        retention = operator_retention(self.history_keep, self.history_max_age_days)
         try:
+            checked_fail_on(self.fail_on)
+            retention = checked_retention(self.history_keep, self.history_max_age_days)
             waivers, policy = operator_waivers(self.waivers), operator_rules(self.rules)
             sinks = open_sinks(
-                _listed(self.sinks),
+                uri_list(self.sinks),
                 sink_conn_id=self.sink_conn_id,
                 coremodels_conn_id=self.coremodels_conn_id,
                 retention=retention,
             )
             with pushed_anyway() as pushed:
                 pushed.result = merge_and_push(
-                    [Source.parse(source) for source in _listed(self.sources)],
+                    [Source.parse(source) for source in uri_list(self.sources)],
                     sinks,
                     fresh=self._exported(context),
                     sink_conn_id=self.sink_conn_id,
@@ -141,8 +143,3 @@ class CoreModelsMergeOperator(BaseOperator):
         pulled = context["ti"].xcom_pull(task_ids=self.export_task_id)
         summaries = [pulled] if isinstance(pulled, dict) else list(pulled or ())
         return {s["deployment"] for s in summaries if isinstance(s, dict) and s.get("deployment")}
-
-
-def _listed(value: str | Sequence[str]) -> list[str]:
-    items = value.split(",") if isinstance(value, str) else list(value)
-    return [item.strip() for item in items if item and item.strip()]
