@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import random
-import time
 
 import pytest
 
@@ -61,7 +60,5 @@ def test_the_spelling_comparison_looks_at_a_bounded_number_of_names(monkeypatch:
         return real(word, possibilities, n=n, cutoff=cutoff)
 
     monkeypatch.setattr(suggest.difflib, "get_close_matches", counting)
-    started = time.perf_counter()
     assert suggestions("daily_revenu", names) == ["daily_revenue"]
     assert seen == [suggest.MAX_FUZZY]
-    assert time.perf_counter() - started < 5  # about 0.3 s here

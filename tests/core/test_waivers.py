@@ -152,34 +152,31 @@ ALIAS_BOMB = "\n".join(
 # Runs the parse in a child capped at 64 MiB more address space than it has after its imports,
 # so an expanding parser fails this test with a MemoryError instead of exhausting the machine.
 BOMB_CHILD = """
-import resource, sys, time, tracemalloc
+import resource, sys, tracemalloc
 from airflow_provider_coremodels.core.waivers import parse_waivers
 from airflow_provider_coremodels.errors import WaiverFileError
 size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 resource.setrlimit(resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
 text = sys.stdin.read()
 tracemalloc.start()
-began = time.perf_counter()
 try:
     parse_waivers(text)
 except WaiverFileError as exc:
     print(exc)
-print(time.perf_counter() - began, tracemalloc.get_traced_memory()[1])
+print(tracemalloc.get_traced_memory()[1])
 """
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to cap the child's memory")
-def test_an_alias_bomb_is_refused_at_once_in_bounded_memory() -> None:
+def test_an_alias_bomb_is_refused_in_bounded_memory() -> None:
     child = subprocess.run(
         [sys.executable, "-c", BOMB_CHILD], input=ALIAS_BOMB, capture_output=True, text=True, timeout=30
     )
     assert child.returncode == 0, child.stderr[-2000:]
-    message, figures = child.stdout.splitlines()
-    seconds, peak = figures.split()
+    message, peak = child.stdout.splitlines()
     assert message == (
         "waiver file uses a YAML anchor at line 6: anchors and aliases are not allowed in waiver files"
     )
-    assert float(seconds) < 0.5
     assert int(peak) < 1 << 20  # bytes allocated while parsing: under a MiB
 
 

@@ -7,11 +7,9 @@ Each test says which behaviour it pins and what it was before.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from support.helpers import document_for
 from support.mcp_client import ask, call, call_error, server
 from support.measured import _MEASURED  # the same measured start, for the server's process
 
+from airflow_provider_coremodels import assistant
 from airflow_provider_coremodels.assistant import MAX_TEXT, UNTRUSTED, QueryError, SnapshotQueries
 from airflow_provider_coremodels.core.document import encode
 from airflow_provider_coremodels.errors import SnapshotDocumentError
@@ -195,55 +194,47 @@ def test_an_unknown_identity_is_refused_in_bounded_words(hostile_snapshot: Path,
 # -- 13: did you mean, bounded ------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def hard_limit(seconds: float) -> Iterator[None]:
-    """A hard stop (SIGALRM): a question that hangs fails the test instead of holding the suite."""
-
-    def expired(signum: int, frame: Any) -> None:
-        raise TimeoutError(f"over the hard limit of {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def similar_names(count: int = 3000) -> list[str]:
     """Long names that differ in a few characters: the worst case of difflib's comparisons."""
     middle = "x" * 120
     return [f"analytics_{middle}_{i:05d}_daily_refresh_of_the_warehouse_tables" for i in range(count)]
 
 
-def test_an_unknown_identity_among_thousands_of_long_names_is_answered_in_milliseconds() -> None:
+def test_an_unknown_identity_among_thousands_of_long_names_costs_a_fixed_number_of_comparisons(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Before: difflib compared the name with every name of about its length: 10-12 s per call
-    on the issue's estate (3.2 s on this one). Now a fixed number of names nearest it."""
+    on the issue's estate (3.2 s on this one). Now a fixed number of names nearest it: difflib is
+    wrapped to count the names it is given (not mocked), whatever the estate holds."""
     names = similar_names()
     dags = [{"dag_id": name, "is_paused": False, "owners": ["t"], "description": "d"} for name in names]
     served = SnapshotQueries(encode(document_for(dags)), source="snapshot.json")
+    compared: list[int] = []
+    real = assistant.difflib.get_close_matches
+
+    def counting(word: str, possibilities: list[str], n: int, cutoff: float) -> list[str]:
+        compared.append(len(possibilities))
+        return real(word, possibilities, n=n, cutoff=cutoff)
+
+    monkeypatch.setattr(assistant.difflib, "get_close_matches", counting)
     asked = {
         names[7][:-3] + "xyz": names[7],  # a typo at the end
         "Q" + names[2999][1:]: names[2999],  # at the start
         names[1234].replace("xxxxx", "xxyxx", 1): names[1234],  # in the middle
     }
     said = {}
-    with hard_limit(20):
-        for wanted, meant in asked.items():
-            started = time.perf_counter()
-            with pytest.raises(QueryError) as refused:
-                served.dataset(wanted)
-            seconds = time.perf_counter() - started
-            print(f"\nunknown identity among 3,000 long names: {seconds * 1000:.0f} ms")
-            assert seconds < 0.5, seconds
-            message = str(refused.value)
-            assert f"did you mean '{meant}'" in message, message
-            said[wanted] = message
-        # the same answer every time
-        for wanted, message in said.items():
-            with pytest.raises(QueryError, match=re.escape(message)):
-                served.dataset(wanted)
+    for wanted, meant in asked.items():
+        compared.clear()
+        with pytest.raises(QueryError) as refused:
+            served.dataset(wanted)
+        assert sum(compared) <= 4 * assistant.SUGGESTION_NEIGHBOURS, compared  # of 3,000 alike
+        message = str(refused.value)
+        assert f"did you mean '{meant}'" in message, message
+        said[wanted] = message
+    # the same answer every time
+    for wanted, message in said.items():
+        with pytest.raises(QueryError, match=re.escape(message)):
+            served.dataset(wanted)
 
 
 # -- 12: one baseline kept, keyed by the file ---------------------------------------------------
@@ -288,8 +279,8 @@ def test_forty_spellings_of_a_large_baseline_keep_the_server_bounded(
     large_snapshot: Path, tmp_path: Path
 ) -> None:
     """The issue's measurement, on the 10,000-DAG snapshot (42 MB) as its own baseline named 40 ways:
-    the server's peak RSS (VmHWM at exit) stays under 1 GB (before: 4.9 GB, 33 s) and the calls after the
-    first answer at once."""
+    the server's peak RSS (VmHWM at exit) stays under 1 GB (before: 4.9 GB, 33 s). That the file is
+    read once is test_a_baseline_is_read_once_whatever_spelling_names_it's count; the seconds are printed."""
     base = server("--snapshot", str(large_snapshot))
     peak = tmp_path / "peak-rss"
     params = StdioServerParameters(
@@ -315,7 +306,7 @@ def test_forty_spellings_of_a_large_baseline_keep_the_server_bounded(
     peak_mb = int(peak.read_text()) / 1024
     print(f"\n40 drift calls, 40 spellings of a 42 MB baseline: {wall:.1f} s, peak RSS {peak_mb:.0f} MB")
     assert peak_mb < 1024, f"peak RSS {peak_mb:.0f} MB"
-    assert max(seconds[1:]) < 1.0, seconds
+    print("seconds per call after the first: " + ", ".join(f"{second:.3f}" for second in seconds[1:]))
 
 
 # -- 15: one rule for reading a stored document -------------------------------------------------

@@ -21,7 +21,7 @@ import pytest
 from support.helpers import FIXTURES
 from support.hostile_api import TOKEN, HostileReceiver, gzip_bomb
 from support.local_http import ScriptedServer
-from support.measured import Measured, run_measured
+from support.measured import START_UP_ALLOWANCE, Measured, run_measured
 from support.openlineage_kit import API_KEY
 from support.replay_server import AirflowV1ReplayServer
 
@@ -55,7 +55,7 @@ def assert_failed_cleanly(run: Measured) -> str:
     lines = run.err.strip().splitlines()
     errors = [line for line in lines if line.startswith("error:")]
     assert errors == lines[-1:], run.err  # retries may be warnings before it
-    assert run.seconds < BUDGET + CLIENT_TIMEOUT + 6, f"{run.seconds:.1f} s"  # + start-up and capture
+    assert run.seconds < BUDGET + CLIENT_TIMEOUT + START_UP_ALLOWANCE, f"{run.seconds:.1f} s"
     assert run.peak_rss_mb < RSS_CEILING_MB, f"peak RSS {run.peak_rss_mb:.0f} MB"
     for secret in SECRETS:
         assert secret not in run.out + run.err, secret

@@ -20,7 +20,7 @@ import pytest
 from support.helpers import CLI_GROUP, REPO
 from support.hostile_api import TOKEN, HostileApi, gzip_bomb
 from support.local_http import ScriptedServer, json_reply
-from support.measured import run_measured
+from support.measured import START_UP_ALLOWANCE, run_measured
 
 PASSWORD = "hostile-Canary-pa55word"
 BUDGET, TIMEOUT = 5.0, 2.0
@@ -63,7 +63,7 @@ def capture(base_url: str, out: Path, *extra: str) -> Run:
 def assert_ended_cleanly(run: Run, *, code: int) -> None:
     print(f"exit {run.code} in {run.seconds:.1f} s, peak RSS {run.peak_rss_mb:.0f} MB")
     assert run.code == code, run.err
-    assert run.seconds < BUDGET + TIMEOUT + 4, f"{run.seconds:.1f} s"  # + interpreter start-up
+    assert run.seconds < BUDGET + TIMEOUT + START_UP_ALLOWANCE, f"{run.seconds:.1f} s"
     assert run.peak_rss_mb < RSS_CEILING_MB, f"peak RSS {run.peak_rss_mb:.0f} MB"
     assert "Traceback" not in run.err
     errors = [line for line in run.err.splitlines() if line.startswith("error:")]
