@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install browser demo test test-oldest lint bench-smoke clean
+.PHONY: install browser demo test test-fast test-oldest lint bench-smoke clean
 
 # constraints.txt pins every package of a known-good install (as Airflow's own constraint files
 # do): pip resolves at once instead of backtracking through botocore, s3fs and fastapi releases.
@@ -31,6 +31,11 @@ demo: install
 
 test: install lint browser
 	$(PY) -m pytest
+
+# The edit-test loop: every test that needs no real Airflow API server and no browser (a few
+# minutes on 2 cores; `make test` runs them all). Markers: tests/conftest.py.
+test-fast: install
+	$(PY) -m pytest -q -m "not airflow_server and not browser"
 
 lint: install
 	$(PY) -m ruff check airflow_provider_coremodels tests example_dags benchmarks dev
@@ -61,6 +66,7 @@ bench-smoke: install
 	$(PY) benchmarks/bench_capture.py --size S --concurrency 16 --repeat 1
 	$(PY) benchmarks/bench_views.py --sizes S --repeat 1
 	$(PY) benchmarks/bench_merge.py --deployments 3 --dags 100 --repeat 1
+	$(PY) benchmarks/bench_mcp.py --sizes 200 --repeat 1
 
 clean:
 	rm -rf $(VENV) $(VENV_OLDEST) coremodels-out .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -54,3 +54,19 @@ def assets_server():
         REPO / "example_dags" / "assets", run_dags=("exports_producer",), scheduler_pass=True
     ) as server:
         yield server
+
+
+#: The fixtures that start a real Airflow API server (directly, or through the fixtures that use them).
+SERVER_FIXTURES = frozenset({"airflow_server", "assets_server"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``airflow_server`` every test that asks, directly or through its fixtures, for a real
+    Airflow API server, and ``browser`` every test that drives Chromium: ``make test-fast`` runs
+    the others. A module that starts a server of its own says so with ``pytestmark``."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.airflow_server)
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)

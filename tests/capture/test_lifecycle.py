@@ -180,6 +180,7 @@ def estate(tmp_path_factory: pytest.TempPathFactory):
         yield Estate(server, folders, root / "sink")
 
 
+@pytest.mark.airflow_server
 def test_an_estate_changed_step_by_step(estate: Estate) -> None:
     """Each step's findings and lineage, against the truth of that step's DAG files."""
     # 0. The first export: every DAG imports, every reference is declared; no baseline yet.
