@@ -12,8 +12,10 @@ The input is the ``airflow.schedule`` metadata (``parse._schedule``): Airflow 3'
 (a ``CronExpression``'s value, else only its ``__type``). What cannot give a cadence says so in
 ``text`` and has ``seconds`` None; nothing here raises on a schedule.
 
-Cron is read here rather than with croniter (not a dependency of this package), following
-croniter's reading where cron dialects differ, since croniter is what Airflow schedules with.
+A cron's fields are read by croniter, what Airflow schedules with (pure Python, installed with
+every Airflow, imported at the first cron read), so a cron means here what it means to the
+scheduler beside it, whichever croniter version that is; croniter gives runs one at a time, not
+gaps, so the longest gap is computed here, exactly, over the calendar's 28-year cycle (below).
 Gaps are measured on the schedule's wall clock: a daylight-saving change in the DAG's timezone
 (which the summary does not carry) can make one real gap an hour longer or shorter.
 """
@@ -299,25 +301,6 @@ _CYCLE_DAYS = 10_227
 _MINUTES_A_DAY = 1440
 
 
-@dataclass(frozen=True, slots=True)
-class _Field:
-    name: str
-    low: int
-    high: int  # what ``*`` and ``n/step`` reach
-    highest: int  # what may be written (7 is Sunday too)
-    names: tuple[str, ...] = ()  # names from ``low`` on
-
-
-_MINUTE_FIELD = _Field("minute", 0, 59, 59)
-_HOUR_FIELD = _Field("hour", 0, 23, 23)
-_DOM_FIELD = _Field("day of month", 1, 31, 31)
-_MONTH_FIELD = _Field(
-    "month", 1, 12, 12, ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-)
-_DOW_FIELD = _Field("day of week", 0, 6, 7, ("sun", "mon", "tue", "wed", "thu", "fri", "sat"))
-_ITEM = re.compile(r"(?P<start>\*|[0-9a-z]+)(?:-(?P<end>[0-9a-z]+))?(?:/(?P<step>[0-9]+))?")
-
-
 class _CronError(ValueError):
     """A cron this version cannot read; the message says which part, for the cadence's text."""
 
@@ -326,6 +309,22 @@ class _CronError(ValueError):
 class _Cron:
     times: tuple[int, ...]  # the minutes of a firing day it runs at, ascending
     days: int  # bit ``_CYCLE_DAYS - 1 - i`` set: it runs on day ``i`` of the cycle
+
+
+# The five fields: name, what ``*`` spans, the most that may be written (7 is Sunday too).
+_FIELDS = (
+    ("minute", range(0, 60), 59),
+    ("hour", range(0, 24), 23),
+    ("day of month", range(1, 32), 31),
+    ("month", range(1, 13), 12),
+    ("day of week", range(0, 7), 7),
+)
+# croniter reads these marks too: L, W and # into runs the calendar below does not model, H and R
+# not reproducibly (H needs an id Airflow does not pass, R is drawn at random on each read); ?,
+# which croniter reads as *, stays refused as it was before croniter read the fields.
+_MARKS = re.compile(r"[lw#?hr]")
+_NAMES = re.compile(r"jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|sun|mon|tue|wed|thu|fri|sat")
+_VALUE = re.compile(r"(?<![/\d])\d+")  # a number that is not a step
 
 
 def _cron_cadence(expression: str, *, shown: str) -> Cadence:
@@ -344,77 +343,56 @@ def _cron_cadence(expression: str, *, shown: str) -> Cadence:
 
 
 def _read_cron(expression: str) -> _Cron:
+    """One cron's runs, its fields read by croniter (what Airflow schedules with, the version installed
+    beside it), so that a cron means here what it means to the scheduler."""
+    from croniter import CroniterError, croniter
+
     fields = expression.lower().split()
     if len(fields) != 5:
         extra = " (seconds and years are not supported)" if len(fields) in (6, 7) else ""
         raise _CronError(f"a cron has 5 fields, got {len(fields)}{extra}")
-    minutes = _read_field(fields[0], _MINUTE_FIELD)
-    hours = _read_field(fields[1], _HOUR_FIELD)
-    doms = _read_field(fields[2], _DOM_FIELD)
-    months = _read_field(fields[3], _MONTH_FIELD)
-    dows = {day % 7 for day in _read_field(fields[4], _DOW_FIELD)}
+    for (name, _, _), text in zip(_FIELDS, fields, strict=True):
+        for item in text.split(","):
+            mark = _MARKS.search(_NAMES.sub("", item))
+            if mark:
+                what = "random values are" if mark.group() == "r" else "L, W, #, ? and H are"
+                raise _CronError(f"'{_quoted(item.upper())}' in the {name} field: {what} not supported")
+    try:
+        expanded = croniter.expand(" ".join(fields))[0]
+    except CroniterError:
+        raise _CronError(_refusal(fields)) from None
+    minutes, hours, doms, months, dows = (
+        set(span) if "*" in values else {int(value) for value in values}
+        for values, (_, span, _) in zip(expanded, _FIELDS, strict=True)
+    )
     calendar = _calendar()
     by_dom = _union(calendar.doms, doms)
-    by_dow = _union(calendar.dows, dows)
-    # Restricting both day fields means either may match (cron's rule, and croniter's). As in
-    # croniter, a field is unrestricted when it lists a bare "*", or when it names every day and
-    # the other field's text holds a "*" ("1-31" with "*/2" is every other weekday, not daily).
-    dom_any = "*" in fields[2].split(",") or (len(doms) == 31 and "*" in fields[4])
-    dow_any = "*" in fields[4].split(",") or (len(dows) == 7 and "*" in fields[2])
-    days = by_dom & by_dow if dom_any or dow_any else by_dom | by_dow
+    by_dow = _union(calendar.dows, {day % 7 for day in dows})
+    # Both day fields restricted: a day matches if either does (cron's rule, croniter's day_or).
+    # croniter writes an unrestricted field as "*" (a "1-31" beside a "*/2" included), as it decides.
+    either = expanded[2][0] != "*" and expanded[4][0] != "*"
+    days = by_dom | by_dow if either else by_dom & by_dow
     times = tuple(sorted(hour * 60 + minute for hour in hours for minute in minutes))
     return _Cron(times, days & _union(calendar.months, months))
 
 
-def _read_field(text: str, field: _Field) -> set[int]:
-    values: set[int] = set()
-    for item in text.split(","):
-        match = _ITEM.fullmatch(item)
-        if not match:
-            raise _CronError(_unsupported(item, field))
-        start, end, step_text = match.group("start", "end", "step")
-        step = int(step_text) if step_text else 1
-        if step == 0:
-            raise _CronError(f"step 0 in the {field.name} field")
-        if start == "*":
-            if end is not None:
-                raise _CronError(_unsupported(item, field))
-            values.update(range(field.low, field.high + 1, step))
+def _refusal(fields: list[str]) -> str:
+    """Which field croniter refuses, and why, in a few words (its own messages may be a traceback)."""
+    from croniter import CroniterError, croniter
+
+    for index, ((name, span, highest), text) in enumerate(zip(_FIELDS, fields, strict=True)):
+        try:
+            croniter.expand(" ".join(text if n == index else "*" for n in range(5)))
             continue
-        first = _read_value(start, field)
-        if end is None:
-            # "n/step" runs from n to the field's end, as croniter reads it ("7/2": Sunday on).
-            start_at = first if first <= field.high else field.low
-            values.update(range(start_at, field.high + 1, step) if step_text else (first,))
-            continue
-        last = _read_value(end, field)
-        if first == last:  # croniter 7 reads "5-5" as the whole field, earlier versions as 5
-            raise _CronError(f"an equal range ('{item}') is read differently by croniter versions")
-        if first < last:
-            values.update(range(first, last + 1, step))
-        elif step_text:  # croniter's stepping across the wrap skips differently by field: not guessed
-            raise _CronError(f"a wrapping range with a step ('{item}') is not supported")
-        else:  # a range that wraps, as croniter reads "fri-mon" or "22-2"
-            values.update(range(first, field.high + 1), range(field.low, last + 1))
-    return values
-
-
-def _read_value(token: str, field: _Field) -> int:
-    if token.isdigit():
-        value = int(token)
-        if not field.low <= value <= field.highest:
-            raise _CronError(f"{field.name} {value} is out of range {field.low}-{field.highest}")
-        return value
-    if token in field.names:
-        return field.low + field.names.index(token)
-    raise _CronError(_unsupported(token, field))
-
-
-def _unsupported(token: str, field: _Field) -> str:
-    quoted = _quoted(token.upper())
-    if any(mark in token for mark in "lw#?h"):
-        return f"'{quoted}' in the {field.name} field: L, W, #, ? and H are not supported"
-    return f"'{quoted}' is not a {field.name}"
+        except CroniterError:
+            pass
+        for value in map(int, _VALUE.findall(text)):
+            if not span.start <= value <= highest:
+                return f"{name} {value} is out of range {span.start}-{highest}"
+        if re.search(r"/0+(?!\d)", text):
+            return f"step 0 in the {name} field"
+        return f"'{_quoted(text.upper())}' is not a {name}"
+    return "croniter cannot read it"
 
 
 @dataclass(frozen=True, slots=True)
