@@ -253,8 +253,12 @@ def _placed(
             points.reverse()
         routes[edge] = tuple(_distinct(points))
 
-    width = max(max(b.x + b.width for b in boxes.values()), 0.0)
-    height = max(max(b.y + b.height for b in boxes.values()), 0.0)
+    # The part's extent holds its routes too: an edge's slot in a layer may lie past every box
+    # (a long edge beside the layer's last box), and a part packed next to it must not cover it.
+    corners = [(b.x + b.width, b.y + b.height) for b in boxes.values()]
+    corners += [point for route in routes.values() for point in route]
+    width = max(max(x for x, _ in corners), 0.0)
+    height = max(max(y for _, y in corners), 0.0)
     return _Part(width, height, boxes, routes)
 
 

@@ -185,6 +185,20 @@ def test_an_edge_into_one_dag_never_runs_behind_another() -> None:
     check_geometry(graph, to_svg(graph))
 
 
+def test_a_part_packed_beside_another_never_covers_its_edges() -> None:
+    """Found by the random graphs below: two long edges into d1 take slots past the last box of
+    their middle layer, and the part packed below (lake/1 -> d0) was placed by the boxes alone, so
+    d0 sat over those edges. A part's extent now holds its routes too."""
+    edges = [
+        ("asset:s3://lake/0", "dag:d1"), ("asset:s3://lake/0", "dag:d2"), ("asset:s3://lake/0", "dag:d4"),
+        ("asset:s3://lake/1", "dag:d0"), ("asset:s3://lake/2", "dag:d1"), ("asset:s3://lake/2", "dag:d2"),
+        ("asset:s3://lake/2", "dag:d3"), ("asset:s3://lake/3", "dag:d1"), ("asset:s3://lake/3", "dag:d4"),
+        ("dag:d3", "asset:s3://lake/3"),
+    ]  # fmt: skip
+    graph = graph_of(edges)
+    check_geometry(graph, to_svg(graph))
+
+
 # -- random graphs ----------------------------------------------------------------------------
 
 
