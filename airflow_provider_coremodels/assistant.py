@@ -14,7 +14,6 @@ names nothing) is a ``QueryError`` naming what was asked and, where it can, what
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import datetime as dt
 import difflib
@@ -35,6 +34,7 @@ from airflow_provider_coremodels.core.lineage import LineageGraph, Node, to_merm
 from airflow_provider_coremodels.core.model import ASSET, DAG, FIELD_TYPE, Dataset, Field
 from airflow_provider_coremodels.core.policy import Policy, policy_json
 from airflow_provider_coremodels.core.rules import SEVERITY_ORDER, catalogue, most_severe_first, severity_rank
+from airflow_provider_coremodels.core.suggest import NameIndex
 from airflow_provider_coremodels.core.text import cut, inert, printable
 from airflow_provider_coremodels.core.waivers import WAIVER_EXPIRED, Waiver, apply_waivers
 from airflow_provider_coremodels.errors import CoreModelsError, SnapshotDocumentError
@@ -62,9 +62,6 @@ MAX_ENTRIES = 200
 MAX_ANSWER_CHARS = 2_000_000
 #: The most characters a Mermaid drawing may hold; a larger one is left out, saying why.
 MERMAID_MAX_CHARS = 200_000
-#: Suggestions for an unknown identity: difflib looks at no more than this many names on either
-#: side of it in name order and in reversed-name order (the names sharing its start or its end).
-SUGGESTION_NEIGHBOURS = 20
 #: Said in every answer: what the strings in it are.
 UNTRUSTED = (
     "Every name, identity, description, owner, tag, metadata value, finding subject, message, detail "
@@ -336,9 +333,7 @@ class SnapshotQueries:
         self._out: dict[str, list[str]] = defaultdict(list)
         self._in: dict[str, list[str]] = defaultdict(list)
         self._about: dict[tuple[str, str], list[int]] = defaultdict(list)
-        self._names: list[str] = []
-        self._lowered: list[str] = []
-        self._reversed: list[tuple[str, str]] = []
+        self._spelled = NameIndex(())
         self._by_name: dict[str, list[str]] = defaultdict(list)
         self._aliases: dict[str, str] = {}
         if self.estate is None:
@@ -362,10 +357,8 @@ class SnapshotQueries:
                 self._about[key].append(i)
         names = set(self._datasets)
         names.update(node.id for node in self.graph.nodes)
-        self._names = sorted(names)
-        self._lowered = [name.lower() for name in self._names]
-        self._reversed = sorted((name[::-1], name) for name in self._names)
-        for name in self._names:  # a name served escaped or cut is asked for as it was served
+        self._spelled = NameIndex(names)
+        for name in self._spelled.names:  # a name served escaped or cut is asked for as it was served
             shown = shown_text(name)
             if shown != name:
                 self._aliases.setdefault(shown, name)
@@ -819,40 +812,13 @@ class SnapshotQueries:
         return QueryError(f"no {what} {_quoted(identity)} in this snapshot{self._suggest(identity)}")
 
     def _suggest(self, wanted: str) -> str:
-        """``; did you mean ...``: identities equal but for case, assets by name, then names alike.
-
-        Bounded whatever the estate holds: a wanted name longer than any identity can be is
-        compared with nothing, and difflib sees only the names nearest it (``_close_names``).
-        """
+        """``; did you mean ...``: assets by name, then what the shared index suggests (names equal
+        but for case, containing it, spelled alike: ``core/suggest.py``), at a bounded cost."""
         if len(wanted) > MAX_TEXT:
             return ""
-        low = wanted.lower()
-        found: list[str] = []
-        found += [name for name, lowered in zip(self._names, self._lowered, strict=True) if lowered == low]
-        found += self._by_name.get(low, [])
-        if len(found) < 3 and len(low) >= 3:
-            found += [
-                name for name, lowered in zip(self._names, self._lowered, strict=True) if low in lowered
-            ][:5]
-        if len(found) < 3:
-            found += self._close_names(wanted)
+        found = [*self._by_name.get(wanted.lower(), []), *self._spelled.suggest(wanted, limit=5, cutoff=0.75)]
         unique = list(dict.fromkeys(n for n in found if n != wanted))[:5]
         return f"; did you mean {', '.join(_quoted(n) for n in unique)}?" if unique else ""
-
-    def _close_names(self, wanted: str) -> list[str]:
-        """Up to three names like ``wanted``, by difflib, among the names nearest it in name order
-        and in reversed-name order (those sharing most of its start, or of its end: where a typo
-        is not), of about its length: a fixed number of comparisons, however many names are
-        alike, in the same order every time."""
-        size = len(wanted)
-        pool: set[str] = set()
-        at = bisect.bisect_left(self._names, wanted)
-        pool.update(self._names[max(0, at - SUGGESTION_NEIGHBOURS) : at + SUGGESTION_NEIGHBOURS])
-        at = bisect.bisect_left(self._reversed, (wanted[::-1], ""))
-        window = self._reversed[max(0, at - SUGGESTION_NEIGHBOURS) : at + SUGGESTION_NEIGHBOURS]
-        pool.update(name for _, name in window)
-        alike = sorted(name for name in pool if abs(len(name) - size) <= max(3, size // 4))
-        return difflib.get_close_matches(wanted, alike, n=3, cutoff=0.75)
 
 
 def _quoted(value: str, limit: int = 200) -> str:

@@ -22,8 +22,8 @@ from support.helpers import document_for
 from support.mcp_client import ask, call, call_error, server
 from support.measured import _MEASURED  # the same measured start, for the server's process
 
-from airflow_provider_coremodels import assistant
 from airflow_provider_coremodels.assistant import MAX_TEXT, UNTRUSTED, QueryError, SnapshotQueries
+from airflow_provider_coremodels.core import suggest
 from airflow_provider_coremodels.core.document import encode
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 from airflow_provider_coremodels.input_files import read_baseline
@@ -210,13 +210,13 @@ def test_an_unknown_identity_among_thousands_of_long_names_costs_a_fixed_number_
     dags = [{"dag_id": name, "is_paused": False, "owners": ["t"], "description": "d"} for name in names]
     served = SnapshotQueries(encode(document_for(dags)), source="snapshot.json")
     compared: list[int] = []
-    real = assistant.difflib.get_close_matches
+    real = suggest.difflib.get_close_matches
 
     def counting(word: str, possibilities: list[str], n: int, cutoff: float) -> list[str]:
         compared.append(len(possibilities))
         return real(word, possibilities, n=n, cutoff=cutoff)
 
-    monkeypatch.setattr(assistant.difflib, "get_close_matches", counting)
+    monkeypatch.setattr(suggest.difflib, "get_close_matches", counting)
     asked = {
         names[7][:-3] + "xyz": names[7],  # a typo at the end
         "Q" + names[2999][1:]: names[2999],  # at the start
@@ -227,7 +227,7 @@ def test_an_unknown_identity_among_thousands_of_long_names_costs_a_fixed_number_
         compared.clear()
         with pytest.raises(QueryError) as refused:
             served.dataset(wanted)
-        assert sum(compared) <= 4 * assistant.SUGGESTION_NEIGHBOURS, compared  # of 3,000 alike
+        assert sum(compared) <= 4 * suggest.NEIGHBOURS, compared  # of 3,000 alike
         message = str(refused.value)
         assert f"did you mean '{meant}'" in message, message
         said[wanted] = message
