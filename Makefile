@@ -61,12 +61,15 @@ test-oldest: $(VENV_OLDEST)/.installed
 	$(PY_OLDEST) -m pytest $(OLDEST_TESTS)
 
 # The benchmarks at size S, once: keeps the scripts working (CI runs it); figures need the full sizes.
+# bench_polite starts a real api-server (about 20 s of it); bench_vs_client is left out: it installs
+# apache-airflow-client from PyPI into a virtualenv of its own (benchmarks/README.md).
 bench-smoke: install
 	$(PY) benchmarks/bench_offline.py --sizes S --repeat 1 --no-memory
 	$(PY) benchmarks/bench_capture.py --size S --concurrency 16 --repeat 1
 	$(PY) benchmarks/bench_views.py --sizes S --repeat 1
 	$(PY) benchmarks/bench_merge.py --deployments 3 --dags 100 --repeat 1
 	$(PY) benchmarks/bench_mcp.py --sizes 200 --repeat 1
+	$(PY) benchmarks/bench_polite.py --dags 20 --tasks-per-dag 3 --repeat 1 --idle 2 --gap 0.5
 
 clean:
 	rm -rf $(VENV) $(VENV_OLDEST) coremodels-out .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -23,6 +23,13 @@ MAX_DOCUMENT_BYTES = 1 << 30
 #: Requests in flight during a capture. Against a one-worker Airflow 3.2-3.3 API server keep it at
 #: 14 or below: above its 15 pooled database connections the server can stall (apache/airflow#66493).
 CONCURRENCY = 8
+#: How the requests in flight follow the server (--pacing, the connection's ``pacing`` extra):
+#: ``adaptive`` grows the window while answers stay as fast as the fastest seen and shrinks it when
+#: they slow, up to the concurrency; ``fixed`` keeps the concurrency whatever the server does.
+PACING = "adaptive"
+#: How much slower than its baseline an adaptive capture lets the server's answers grow before it
+#: backs off: 0.5 = half as slow again (the goal is that the other clients' answers do not slow more).
+PACING_TOLERANCE = 0.5
 #: Seconds to wait for a response to start (read) and for a connection to open.
 READ_TIMEOUT = 60.0
 CONNECT_TIMEOUT = 10.0

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import requests
@@ -108,6 +108,35 @@ class Deadline:
         return max(0.0, self.expires - time.monotonic())
 
 
+@dataclass
+class Slot:
+    """One attempt's place in a pacer's window, and what its answer told the pacer."""
+
+    kind: str  # what the request is, for comparing latencies (capture/pacing.py's ``kind_of``)
+    epoch: int  # the window's epoch when it was sent
+    sent: float  # time.monotonic()
+    seconds: float | None = None  # the time to the whole answer, when there was one worth comparing
+    overloaded: bool = False
+    retry_after: float | None = None
+
+    def answered(self) -> None:
+        """The whole answer is in: its latency counts."""
+        self.seconds = time.monotonic() - self.sent
+
+    def refused(self, retry_after: float | None = None) -> None:
+        """The server is overloaded (an overload status, a read timeout)."""
+        self.overloaded, self.retry_after = True, retry_after
+
+
+class Gate(Protocol):
+    """What paces the attempts of a run (``capture/pacing.py``'s ``Pacer``): a slot before each
+    attempt, at most until the monotonic time ``until``, and the slot back with what it told."""
+
+    def enter(self, kind: str, until: float) -> Slot: ...
+
+    def leave(self, slot: Slot) -> None: ...
+
+
 def parse_retry_after(value: str | None) -> float | None:
     """A Retry-After header in seconds, from delta-seconds or an HTTP date; None if absent or unreadable."""
     if not value:
@@ -135,6 +164,8 @@ def send_with_retries(
     decode: bool = False,
     decoder: Callable[[bytes], Any] | None = None,
     max_bytes: int = defaults.MAX_RESPONSE_BYTES,
+    pacer: Gate | None = None,
+    kind: str = "",
     **request: Any,
 ) -> tuple[requests.Response, Any]:
     """Send one request, retrying what is transient; return the final response (maybe a 4xx).
@@ -146,7 +177,10 @@ def send_with_retries(
     back beside it (decoded strictly as UTF-8, as the offline parse decodes files). Gives up
     with ``error`` after ``policy.max_attempts`` or when the next wait would overrun the
     deadline; every failure, a redirect loop or a redirect to another scheme included, is
-    ``error``, its message scrubbed of secrets.
+    ``error``, its message scrubbed of secrets. With a ``pacer`` each attempt waits for a slot in
+    its window and tells it how long the answer of this ``kind`` took, or that the server is
+    overloaded (a retried status, a read timeout: the window shrinks, and a Retry-After holds
+    every request of the run, not only this one).
     """
     attempt = 0
     while True:
@@ -156,46 +190,21 @@ def send_with_retries(
             )
         attempt += 1
         on_attempt()
-        retry_after: float | None = None
-        problem: str | None
         if attempt > 1 and isinstance(request.get("timeout"), tuple):
             # a retry must not outlive the budget: its read timeout is what the budget has left
             connect, read = request["timeout"]
             request["timeout"] = (connect, max(0.1, min(read, deadline.remaining())))
+        slot = pacer.enter(kind, deadline.expires) if pacer is not None else Slot(kind, 0, time.monotonic())
         try:
-            response = session.request(method, url, stream=True, **request)
-        except requests.exceptions.SSLError as exc:
-            reason = _tls_reason(exc)
-            raise error(SECRETS.scrub(f"TLS error talking to {url}: {reason}{_hint(url, reason)}")) from None
-        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-            problem = f"{type(exc).__name__}: {_reason(exc)}"
-        except requests.RequestException as exc:  # too many redirects, a redirect to file:// ...
-            raise error(SECRETS.scrub(f"{method} {url} failed: {_reason(exc)}")) from None
-        else:
-            try:
-                problem = _read_body(response, max_bytes, _timeout_of(request), deadline)
-            except _TooLarge as exc:
-                raise error(SECRETS.scrub(f"{method} {url} {exc}")) from None
-            if problem is None and response.is_redirect and request.get("allow_redirects", True):
-                target = origin(urljoin(response.url, response.headers.get("Location", "")))
-                raise error(
-                    SECRETS.scrub(
-                        f"{method} {url} answered HTTP {response.status_code}, a redirect to another "
-                        f"origin ({target}): not followed, so nothing is sent there and nothing it "
-                        "answers is read"
-                    )
-                )
-            if problem is None and response.status_code in RETRY_STATUSES:
-                problem = f"HTTP {response.status_code}"
-                if response.status_code in (429, 503):  # the statuses RFC 9110 gives Retry-After
-                    retry_after = parse_retry_after(response.headers.get("Retry-After"))
-            elif problem is None and (not decode or response.status_code >= 300):
-                return response, None  # a redirect not followed, or a 4xx: the caller decides
-            elif problem is None:
-                try:
-                    return response, (decoder or decode_json)(response.content)
-                except ValueError as exc:  # truncated, garbled, not UTF-8: worth another try
-                    problem = f"the response body is not valid JSON ({exc})"
+            outcome = _attempt(
+                session, method, url, request, slot, deadline, decode, decoder, max_bytes, error
+            )
+        finally:
+            if pacer is not None:
+                pacer.leave(slot)
+        if isinstance(outcome, tuple):
+            return outcome
+        problem, retry_after = outcome.problem, outcome.retry_after
         cut = getattr(session, "cut_off", False)
         if cut and not deadline.spent():  # cancelled, or the run is over: said by whoever ended it
             raise error(f"{method} {url}: cut off, the run was cancelled or is over")
@@ -209,6 +218,70 @@ def send_with_retries(
         log.warning("%s %s: %s; retrying in %.1f s (attempt %d)", method, url, problem, delay, attempt + 1)
         on_retry()
         time.sleep(delay)
+
+
+@dataclass(frozen=True)
+class _Transient:
+    """Why one attempt failed in a way worth another try, and the server's Retry-After if it gave one."""
+
+    problem: str
+    retry_after: float | None = None
+
+
+def _attempt(
+    session: requests.Session,
+    method: str,
+    url: str,
+    request: dict[str, Any],
+    slot: Slot,
+    deadline: Deadline,
+    decode: bool,
+    decoder: Callable[[bytes], Any] | None,
+    max_bytes: int,
+    error: type[CoreModelsError],
+) -> tuple[requests.Response, Any] | _Transient:
+    """One attempt of ``send_with_retries``: the final answer, or what makes it worth another."""
+    retry_after: float | None = None
+    problem: str | None
+    try:
+        response = session.request(method, url, stream=True, **request)
+    except requests.exceptions.SSLError as exc:
+        reason = _tls_reason(exc)
+        raise error(SECRETS.scrub(f"TLS error talking to {url}: {reason}{_hint(url, reason)}")) from None
+    except requests.Timeout as exc:  # the server is too busy to answer in time: it is overloaded too
+        slot.refused()
+        return _Transient(f"{type(exc).__name__}: {_reason(exc)}")
+    except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
+        return _Transient(f"{type(exc).__name__}: {_reason(exc)}")
+    except requests.RequestException as exc:  # too many redirects, a redirect to file:// ...
+        raise error(SECRETS.scrub(f"{method} {url} failed: {_reason(exc)}")) from None
+    try:
+        problem = _read_body(response, max_bytes, _timeout_of(request), deadline)
+    except _TooLarge as exc:
+        raise error(SECRETS.scrub(f"{method} {url} {exc}")) from None
+    if problem is not None:
+        return _Transient(problem)
+    if response.is_redirect and request.get("allow_redirects", True):
+        target = origin(urljoin(response.url, response.headers.get("Location", "")))
+        raise error(
+            SECRETS.scrub(
+                f"{method} {url} answered HTTP {response.status_code}, a redirect to another "
+                f"origin ({target}): not followed, so nothing is sent there and nothing it "
+                "answers is read"
+            )
+        )
+    if response.status_code in RETRY_STATUSES:
+        if response.status_code in (429, 503):  # the statuses RFC 9110 gives Retry-After
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        slot.refused(retry_after)
+        return _Transient(f"HTTP {response.status_code}", retry_after)
+    slot.answered()
+    if not decode or response.status_code >= 300:
+        return response, None  # a redirect not followed, or a 4xx: the caller decides
+    try:
+        return response, (decoder or decode_json)(response.content)
+    except ValueError as exc:  # truncated, garbled, not UTF-8: worth another try
+        return _Transient(f"the response body is not valid JSON ({exc})")
 
 
 class Transport:

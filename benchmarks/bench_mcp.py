@@ -1,4 +1,4 @@
-"""Benchmark 6: the MCP server's tools on large snapshots, against ``json.loads`` of the same bytes.
+"""Benchmark 7: the MCP server's tools on large snapshots, against ``json.loads`` of the same bytes.
 
 A snapshot of N generated DAGs (``generate_estate.py``; 20 tasks each) is stored as ``export``
 stores one, and served by ``python -m airflow_provider_coremodels mcp --snapshot S --baseline S``
@@ -143,7 +143,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     print(
-        "# Benchmark 6: MCP tools against json.loads of the snapshot\n\n"
+        "# Benchmark 7: MCP tools against json.loads of the snapshot\n\n"
         f"{machine()}; {load_note('at the start')}\n"
     )
     results: dict[int, tuple[float, float, dict[str, float], int]] = {}

@@ -124,11 +124,13 @@ def test_the_connection_forms_reach_a_real_api_servers_hook_meta(airflow_server)
         "verify",
         "ca_bundle",
         "concurrency",
+        "pacing",
         "timeout",
         "connect_timeout",
         "token",
     }
     assert api["extra_fields"]["concurrency"]["value"] == 8
+    assert api["extra_fields"]["pacing"]["value"] == "adaptive"
     assert api["extra_fields"]["token"]["schema"]["format"] == "password"  # masked in the form
     assert coremodels["hook_name"] == "CoreModels"
     assert [name for name, field in coremodels["standard_fields"].items() if field and field["hidden"]] == [

@@ -15,6 +15,7 @@ from typing import Any
 import requests
 
 from airflow_provider_coremodels import __version__, defaults
+from airflow_provider_coremodels.capture.pacing import PACINGS, Pacer, kind_of
 from airflow_provider_coremodels.errors import AuthError, CaptureError
 from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 from airflow_provider_coremodels.transport import (
@@ -41,7 +42,8 @@ class ApiSource:
 
     ``username``/``password``: a JWT from ``POST /auth/token`` on Airflow 3, basic auth on
     Airflow 2. ``token``: a static bearer token. ``verify``: TLS verification (True), off
-    (False), or the path of a CA bundle.
+    (False), or the path of a CA bundle. ``concurrency``: the most requests in flight;
+    ``pacing``: ``adaptive`` (fewer while the server slows down, ``capture/pacing.py``) or ``fixed``.
     """
 
     base_url: str
@@ -52,6 +54,7 @@ class ApiSource:
     connect_timeout: float = defaults.CONNECT_TIMEOUT
     read_timeout: float = defaults.READ_TIMEOUT
     concurrency: int = defaults.CONCURRENCY
+    pacing: str = defaults.PACING  # "adaptive": the window follows the server, up to concurrency
 
     def __post_init__(self) -> None:
         base_url, username, password = strip_userinfo(self.base_url)
@@ -61,6 +64,8 @@ class ApiSource:
             object.__setattr__(self, "password", password)
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
+        if self.pacing not in PACINGS:
+            raise ValueError(f"pacing must be one of {', '.join(PACINGS)}, got {self.pacing!r}")
         SECRETS.add(self.password, self.token)
 
 
@@ -92,6 +97,8 @@ class AirflowApiClient:
         self._token_lock = threading.Lock()  # one renewal at a time; held while the renewal request runs
         self._cancelled = threading.Event()
         self._bearer: str | None = source.token
+        #: the window of requests in flight, one per client (so per capture)
+        self.pacer = Pacer(source.concurrency, adaptive=source.pacing == "adaptive")
         # Proxies and a CA bundle from the environment are resolved once: with trust_env requests
         # re-reads the whole environment on every request, a third of a large capture's CPU.
         self._transport = Transport(pool_size=source.concurrency, verify=source.verify, url=source.base_url)
@@ -262,6 +269,8 @@ class AirflowApiClient:
             error=CaptureError,
             on_attempt=self._count_request,
             on_retry=self._count_retry,
+            pacer=self.pacer,
+            kind=kind_of(path),
             decode=decode,
             decoder=decoder or decode_json,
             params=params,

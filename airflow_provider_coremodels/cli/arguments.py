@@ -353,6 +353,15 @@ SOURCE = (
         },
     ),
     ArgSpec(
+        ("--pacing",),
+        {
+            "choices": ("adaptive", "fixed"),
+            "help": "adaptive: fewer requests in flight while the server's answers slow down, up to "
+            "--concurrency; fixed: always --concurrency (default: the connection's, else "
+            f"{defaults.PACING})",
+        },
+    ),
+    ArgSpec(
         ("--timeout",),
         {
             "type": _seconds,

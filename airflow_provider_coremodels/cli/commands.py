@@ -410,6 +410,8 @@ def api_source(args: argparse.Namespace) -> ApiSource:
         overrides["verify"] = args.ca_bundle
     if args.concurrency:
         overrides["concurrency"] = args.concurrency
+    if args.pacing:
+        overrides["pacing"] = args.pacing
     if args.timeout:
         overrides["read_timeout"] = args.timeout
     return dataclasses.replace(source, **overrides) if overrides else source

@@ -3,7 +3,8 @@
 The connection's host (with scheme and port, or with ``schema`` as the scheme), login and
 password (a JWT is requested with them on Airflow 3; basic auth on Airflow 2), or a password
 with no login as a static bearer token. Extras: ``verify`` (true/false), ``ca_bundle`` (a
-path), ``concurrency``, ``timeout`` (read seconds), ``connect_timeout``, ``token``.
+path), ``concurrency``, ``pacing`` (``adaptive`` or ``fixed``), ``timeout`` (read seconds),
+``connect_timeout``, ``token``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class AirflowApiHook(BaseHook):
                 token=token,
                 verify=tls_verify(extra, self.airflow_api_conn_id),
                 concurrency=int(extra.get("concurrency", defaults.CONCURRENCY)),
+                pacing=str(extra.get("pacing") or defaults.PACING),
                 read_timeout=float(extra.get("timeout", defaults.READ_TIMEOUT)),
                 connect_timeout=float(extra.get("connect_timeout", defaults.CONNECT_TIMEOUT)),
             )

@@ -43,6 +43,14 @@ FORMS: dict[str, dict[str, Any]] = {
                 minimum=1,
                 maximum=64,
             ),
+            "pacing": _field(
+                "Pacing",
+                "string",
+                "adaptive: fewer requests in flight while the server slows down; fixed: always the "
+                "concurrency.",
+                defaults.PACING,
+                enum=["adaptive", "fixed"],
+            ),
             "timeout": _field(
                 "Read timeout (s)",
                 "number",
