@@ -32,6 +32,16 @@ their bytes released (the same subprocess as the floor, measured after the floor
 Estates are generated (``generate_estate.py``, seed 0) into a temporary directory, or into
 ``--estates DIR`` where they are kept and reused.
 
+Shapes (issue 24): ``--shapes`` (default: all) runs the same comparison on each estate shape of
+``generate_estate.py`` (the default; ``bare`` artifacts made by hand with ``curl``; ``lossy``;
+many ``aliases``; many ``conflicts``; many ``waivers``, whose waiver file the pipeline reads and
+applies as ``audit --waivers`` does) and prints, per shape and size, the time and peak-memory
+ratios against ``json.loads`` of the same bytes and, for each pair of sizes n and 4n, how the
+pipeline's time grows from n to 4n (goal: at most 4.4x, linear with a margin)::
+
+    python benchmarks/bench_offline.py --sizes 2500,10000 --repeat 3 --no-rules
+    python benchmarks/bench_offline.py --shapes lossy,waivers --sizes 10000 --profile
+
 With twenty rules (issue 26): the pipeline is timed a second time as ``audit --rules
 benchmarks/policy_rules.yaml`` runs it (the rules file read and checked, every rule run over the
 estate) and compared against the same floor; ``--no-rules`` leaves it out.
@@ -66,9 +76,10 @@ from airflow_provider_coremodels.core import audit, build_document, parse_artifa
 from airflow_provider_coremodels.core.document import encode  # noqa: E402
 from airflow_provider_coremodels.core.policy import parse_rules  # noqa: E402
 from airflow_provider_coremodels.core.render import render_json  # noqa: E402
+from airflow_provider_coremodels.core.waivers import parse_waivers  # noqa: E402
 
 sys.path.insert(0, str(HERE))
-from generate_estate import dag_count  # noqa: E402
+from generate_estate import SHAPES, dag_count  # noqa: E402
 
 ARTIFACTS = ("dags", "tasks", "datasets")
 #: The twenty rules of the rules workload.
@@ -76,6 +87,10 @@ RULES_FILE = HERE / "policy_rules.yaml"
 TARGET_TIME_RATIO = 1.0
 TARGET_MEMORY_RATIO = 1.5
 TARGET_SCALING = 1.15
+#: From n to 4n DAGs, on every shape: linear, with a margin for cache and allocator effects.
+TARGET_FOUR_TIMES = 4.4
+#: The waiver file of the waivers shape, beside the artifacts: read and applied by the pipeline.
+WAIVERS_FILE = "waivers.yaml"
 
 
 # -- the two workloads --------------------------------------------------------------------
@@ -103,6 +118,14 @@ def floor_gc_off(paths: dict[str, Path]) -> list[Any]:
         gc.enable()
 
 
+def artifact_paths(directory: Path) -> dict[str, Path]:
+    """The three artifacts of an estate directory, and its waiver file where it has one."""
+    paths = {name: directory / f"{name}.json" for name in ARTIFACTS}
+    if (directory / WAIVERS_FILE).exists():
+        paths["waivers"] = directory / WAIVERS_FILE
+    return paths
+
+
 def _parse(paths: dict[str, Path]) -> Any:
     # As input_files.read_artifacts: the bytes live until parse_artifacts returns.
     dags, tasks, datasets = _read(paths)
@@ -113,12 +136,14 @@ def pipeline(
     paths: dict[str, Path], stages: dict[str, float] | None = None, rules: Path | None = None
 ) -> bytes:
     """The offline audit path: read, parse, audit, build the document (fingerprint, cap), encode;
-    with ``rules``, the rules file is read and checked first and run by the audit (``--rules``)."""
+    with ``rules``, the rules file is read and checked first and run by the audit (``--rules``);
+    with a waiver file among ``paths``, it is read and checked first and applied (``--waivers``)."""
     t0 = time.perf_counter()
+    waivers = parse_waivers(paths["waivers"].read_bytes()) if "waivers" in paths else ()
     policy = parse_rules(rules.read_bytes()) if rules is not None else None
     estate = _parse(paths)
     t1 = time.perf_counter()
-    result = audit(estate, None, policy=policy)
+    result = audit(estate, None, policy=policy, waivers=waivers)
     t2 = time.perf_counter()
     document = build_document(estate, result)
     t3 = time.perf_counter()
@@ -210,7 +235,7 @@ def peak_rss() -> int:
 
 
 def _child(kind: str, method: str, directory: Path) -> dict[str, int]:
-    paths = {name: directory / f"{name}.json" for name in ARTIFACTS}
+    paths = artifact_paths(directory)
     gc.collect()
     out: dict[str, int] = {}
     if method == "tracemalloc":
@@ -243,17 +268,18 @@ def measure_memory(directory: Path, kind: str, method: str) -> dict[str, int]:
 # -- estates ------------------------------------------------------------------------------
 
 
-def estate_dir(root: Path, size: str, seed: int) -> dict[str, Path]:
+def estate_dir(root: Path, size: str, seed: int, shape: str = "default") -> dict[str, Path]:
     """Generate (in a subprocess, keeping this process's heap clean) unless already there."""
-    directory = root / f"{size}-seed{seed}"
-    paths = {name: directory / f"{name}.json" for name in ARTIFACTS}
-    if not all(p.exists() for p in paths.values()):
+    directory = root / (f"{size}-seed{seed}" if shape == "default" else f"{size}-seed{seed}-{shape}")
+    done = directory / ".generated"
+    if not done.exists():
         subprocess.run(
             [sys.executable, str(HERE / "generate_estate.py"), "--size", size, "--seed", str(seed),
-             "--out", str(directory)],
+             "--shape", shape, "--out", str(directory)],
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
-    return paths
+        done.touch()
+    return artifact_paths(directory)
 
 
 # -- report -------------------------------------------------------------------------------
@@ -306,7 +332,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--estates", help="keep and reuse generated estates in this directory")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
     parser.add_argument("--no-rules", action="store_true", help="skip the pipeline with twenty rules")
-    parser.add_argument("--profile", action="store_true", help="profile one pipeline run at the largest size")
+    parser.add_argument(
+        "--shapes",
+        default="all",
+        help=f"comma-separated estate shapes, or all (default): {', '.join(SHAPES)}",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="profile one pipeline run at the largest size, per shape"
+    )
     parser.add_argument("--json", help="also write the raw results to this file")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "METHOD", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -317,33 +350,108 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sizes = [s.strip().upper() for s in args.sizes.split(",") if s.strip()]
+    shapes = (
+        list(SHAPES) if args.shapes == "all" else [s.strip() for s in args.shapes.split(",") if s.strip()]
+    )
+    if unknown := [shape for shape in shapes if shape not in SHAPES]:
+        parser.error(f"unknown shape(s) {', '.join(unknown)}; expected {', '.join(SHAPES)} or all")
     print(f"machine: {machine()}")
     print(f"repetitions: {args.repeat} (medians), seed {args.seed}; {load_note('at the start')}\n")
     with tempfile.TemporaryDirectory(prefix="coremodels-bench-") as tmp:
         root = Path(args.estates) if args.estates else Path(tmp)
-        results: dict[str, dict[str, Any]] = {}
-        for size in sizes:
-            paths = estate_dir(root, size, args.seed)
-            row: dict[str, Any] = {
-                "dags": dag_count(size),
-                "bytes": sum(p.stat().st_size for p in paths.values()),
-            }
-            print(f"{size}: {row['dags']:,} DAGs, {mb(row['bytes'])} MB of artifacts ...", flush=True)
-            row.update(time_size(paths, args.repeat, rules=not args.no_rules))
-            if not args.no_rules:
-                row["policy_findings"] = policy_finding_count(paths)
-            if not args.no_memory:
-                for method in ("rss", "tracemalloc"):
-                    row[f"floor_{method}"] = measure_memory(paths["dags"].parent, "floor", method)
-                    row[f"pipeline_{method}"] = measure_memory(paths["dags"].parent, "pipeline", method)
-            results[size] = row
-        report(results, sizes)
+        results: dict[str, dict[str, dict[str, Any]]] = {}
+        for shape in shapes:
+            results[shape] = {}
+            for size in sizes:
+                # the twenty rules are timed on the default shape: the rules do not read the shape
+                rules = not args.no_rules and shape == "default"
+                results[shape][size] = measure_size(root, size, args.seed, shape, args.repeat, rules,
+                                                    not args.no_memory)  # fmt: skip
+        if "default" in results:
+            print("\n## The default shape")
+            report(results["default"], sizes)
+        report_shapes(results, sizes)
         print(f"\n{load_note('at the end')}")
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=2))
         if args.profile:
-            profile(estate_dir(root, sizes[-1], args.seed))
+            for shape in shapes:
+                print(f"\n## Profile of the {shape} shape at {sizes[-1]}")
+                profile(estate_dir(root, sizes[-1], args.seed, shape))
     return 0
+
+
+def measure_size(
+    root: Path, size: str, seed: int, shape: str, repeat: int, rules: bool, memory: bool
+) -> dict[str, Any]:
+    """One shape at one size: the timings (and the memory subprocesses unless ``memory`` is off)."""
+    paths = estate_dir(root, size, seed, shape)
+    row: dict[str, Any] = {"dags": dag_count(size), "bytes": sum(p.stat().st_size for p in paths.values())}
+    print(f"{shape} {size}: {row['dags']:,} DAGs, {mb(row['bytes'])} MB of input ...", flush=True)
+    row.update(time_size(paths, repeat, rules=rules))
+    if rules:
+        row["policy_findings"] = policy_finding_count(paths)
+    row["counts"] = estate_counts(paths)
+    if memory:
+        for method in ("rss", "tracemalloc"):
+            row[f"floor_{method}"] = measure_memory(paths["dags"].parent, "floor", method)
+            row[f"pipeline_{method}"] = measure_memory(paths["dags"].parent, "pipeline", method)
+    return row
+
+
+def estate_counts(paths: dict[str, Path]) -> dict[str, int]:
+    """What the shape gives the pipeline to do (untimed): records, edges, findings, waivers."""
+    estate = _parse(paths)
+    waivers = parse_waivers(paths["waivers"].read_bytes()) if "waivers" in paths else ()
+    result = audit(estate, None, waivers=waivers)
+    return {
+        "lossiness": len(estate.lossiness),
+        "edges": len(estate.lineage),
+        "findings": len(result.findings),
+        "waivers": len(waivers),
+        "waived": sum(1 for finding in result.findings if finding.waived),
+    }
+
+
+def report_shapes(results: dict[str, dict[str, dict[str, Any]]], sizes: list[str]) -> None:
+    """A table per shape: time and memory against json.loads, and the growth from n to 4n."""
+    pairs = [(a, b) for a in sizes for b in sizes if dag_count(b) == 4 * dag_count(a)]
+    print("\n## Per shape, against json.loads of the same bytes")
+    print("time: median wall seconds (CPU in brackets); memory: peak RSS above the imports, each in a "
+          "fresh subprocess; the floor is reading the artifacts and json.loads of each")  # fmt: skip
+    verdicts = []
+    for shape, rows in results.items():
+        print(f"\n### {shape}")
+        print("| DAGs | MB in | records | edges | findings (waived / waivers) | floor s | pipeline s "
+              "| time ratio | floor peak MB | pipeline peak MB | memory ratio | / holding |")  # fmt: skip
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for size in sizes:
+            r = rows[size]
+            c = r["counts"]
+            findings = f"{c['findings']:,}" + (
+                f" ({c['waived']:,} / {c['waivers']:,})" if c["waivers"] else ""
+            )
+            memory = "| | | |"
+            if "floor_rss" in r:
+                fpeak, held, ppeak = r["floor_rss"]["peak"], r["floor_rss"]["held"], r["pipeline_rss"]["peak"]
+                memory = f"| {mb(fpeak)} | {mb(ppeak)} | {ppeak / fpeak:.2f} | {ppeak / held:.2f} |"
+            times = f"{r['floor']:.3f} ({r['floor_cpu']:.3f}) | {r['pipeline']:.3f} ({r['pipeline_cpu']:.3f})"
+            print(f"| {r['dags']:,} | {mb(r['bytes'])} | {c['lossiness']:,} | {c['edges']:,} | {findings} "
+                  f"| {times} | {r['pipeline'] / r['floor']:.2f} {memory}")  # fmt: skip
+        for small, big in pairs:
+            a, b = rows[small], rows[big]
+            wall, cpu = b["pipeline"] / a["pipeline"], b["pipeline_cpu"] / a["pipeline_cpu"]
+            floor_growth = b["floor"] / a["floor"]
+            met = "met" if wall <= TARGET_FOUR_TIMES else "MISSED"
+            print(f"\n{a['dags']:,} -> {b['dags']:,} DAGs: pipeline {wall:.2f}x (CPU {cpu:.2f}x), "
+                  f"floor {floor_growth:.2f}x; goal <= {TARGET_FOUR_TIMES}x: {met}")  # fmt: skip
+            verdicts.append((shape, wall, cpu, met))
+    if verdicts:
+        print(f"\nn -> 4n on every shape (goal <= {TARGET_FOUR_TIMES}x)")
+        print("| shape | pipeline, wall | pipeline, CPU | |")
+        print("|---|---:|---:|---|")
+        for shape, wall, cpu, met in verdicts:
+            print(f"| {shape} | {wall:.2f}x | {cpu:.2f}x | {met} |")
 
 
 def policy_finding_count(paths: dict[str, Path]) -> int:
