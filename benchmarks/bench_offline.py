@@ -89,6 +89,9 @@ TARGET_MEMORY_RATIO = 1.5
 TARGET_SCALING = 1.15
 #: From n to 4n DAGs, on every shape: linear, with a margin for cache and allocator effects.
 TARGET_FOUR_TIMES = 4.4
+#: What the growth from n to 4n is reported on: the least of the runs (CPU and wall), the medians.
+GROWTH_KEYS = ("pipeline_cpu_min", "pipeline_min", "pipeline_cpu", "pipeline", "floor_gc_off_cpu_min",
+               "floor_cpu_min")  # fmt: skip
 #: The waiver file of the waivers shape, beside the artifacts: read and applied by the pipeline.
 WAIVERS_FILE = "waivers.yaml"
 
@@ -180,39 +183,65 @@ def _timed(func: Callable[[], Any], cpu: list[float] | None = None) -> float:
     return elapsed
 
 
-def time_size(paths: dict[str, Path], repeat: int, rules: bool = True) -> dict[str, Any]:
-    """Floor, strict floor and pipeline (and with twenty rules), interleaved, ``repeat`` times each
-    after a warm-up."""
-    kinds = ["floor", "floor_gc_off", "pipeline", *(["pipeline_rules"] if rules else [])]
-    wall: dict[str, list[float]] = {kind: [] for kind in kinds}
-    cpu: dict[str, list[float]] = {kind: [] for kind in kinds}
-    stage_runs = []
-    rule_audits = []
-    _timed(lambda: floor(paths))  # warm-up: page cache, allocator arenas
-    _timed(lambda: pipeline(paths))
-    if rules:
-        _timed(lambda: pipeline(paths, rules=RULES_FILE))
-    for _ in range(repeat):
+class SizeTimer:
+    """Floor, strict floor and pipeline (and with twenty rules) of one estate, interleaved: a warm-up
+    when made, then one timed run of each per ``round``. The rounds of several estates can be
+    interleaved too (``time_sizes``), so that n and 4n meet the same load on a shared machine."""
+
+    def __init__(self, paths: dict[str, Path], rules: bool = True) -> None:
+        self.paths, self.rules = paths, rules
+        self.kinds = ["floor", "floor_gc_off", "pipeline", *(["pipeline_rules"] if rules else [])]
+        self.wall: dict[str, list[float]] = {kind: [] for kind in self.kinds}
+        self.cpu: dict[str, list[float]] = {kind: [] for kind in self.kinds}
+        self.stage_runs: list[dict[str, float]] = []
+        self.rule_audits: list[float] = []
+        _timed(lambda: floor(paths))  # warm-up: page cache, allocator arenas
+        _timed(lambda: pipeline(paths))
+        if rules:
+            _timed(lambda: pipeline(paths, rules=RULES_FILE))
+
+    def round(self) -> None:
+        paths, wall, cpu = self.paths, self.wall, self.cpu
         wall["floor"].append(_timed(lambda: floor(paths), cpu["floor"]))
         wall["floor_gc_off"].append(_timed(lambda: floor_gc_off(paths), cpu["floor_gc_off"]))
         stages: dict[str, float] = {}
-        wall["pipeline"].append(_timed(lambda stages=stages: pipeline(paths, stages), cpu["pipeline"]))
-        stage_runs.append(stages)
-        if rules:
+        wall["pipeline"].append(_timed(lambda: pipeline(paths, stages), cpu["pipeline"]))
+        self.stage_runs.append(stages)
+        if self.rules:
             with_rules: dict[str, float] = {}
             wall["pipeline_rules"].append(
-                _timed(lambda s=with_rules: pipeline(paths, s, RULES_FILE), cpu["pipeline_rules"])
+                _timed(lambda: pipeline(paths, with_rules, RULES_FILE), cpu["pipeline_rules"])
             )
-            rule_audits.append(with_rules["audit"])
-    medians = {k: statistics.median(run[k] for run in stage_runs) for k in stage_runs[0]}
-    if rules:
-        medians["audit with 20 rules"] = statistics.median(rule_audits)
-    medians["render_json"] = time_render_json(paths)
-    out: dict[str, Any] = {name: statistics.median(times) for name, times in wall.items()}
-    out.update({f"{name}_cpu": statistics.median(times) for name, times in cpu.items()})
-    out.update({f"{name}_all": times for name, times in wall.items()})
-    out["stages"] = medians
-    return out
+            self.rule_audits.append(with_rules["audit"])
+
+    def result(self) -> dict[str, Any]:
+        runs = self.stage_runs
+        medians = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
+        if self.rules:
+            medians["audit with 20 rules"] = statistics.median(self.rule_audits)
+        medians["render_json"] = time_render_json(self.paths)
+        out: dict[str, Any] = {name: statistics.median(times) for name, times in self.wall.items()}
+        out.update({f"{name}_cpu": statistics.median(times) for name, times in self.cpu.items()})
+        # the least of the runs: what the work costs when other load interferes least
+        out.update({f"{name}_min": min(times) for name, times in self.wall.items()})
+        out.update({f"{name}_cpu_min": min(times) for name, times in self.cpu.items()})
+        out.update({f"{name}_all": times for name, times in self.wall.items()})
+        out["stages"] = medians
+        return out
+
+
+def time_size(paths: dict[str, Path], repeat: int, rules: bool = True) -> dict[str, Any]:
+    """One estate's timings, ``repeat`` rounds after a warm-up."""
+    return time_sizes([paths], repeat, rules)[0]
+
+
+def time_sizes(estates: list[dict[str, Path]], repeat: int, rules: bool = True) -> list[dict[str, Any]]:
+    """Several estates' timings, their rounds interleaved (n, 4n, n, 4n, ...)."""
+    timers = [SizeTimer(paths, rules) for paths in estates]
+    for _ in range(repeat):
+        for timer in timers:
+            timer.round()
+    return [timer.result() for timer in timers]
 
 
 # -- memory (each in a fresh subprocess) --------------------------------------------------
@@ -361,12 +390,11 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(args.estates) if args.estates else Path(tmp)
         results: dict[str, dict[str, dict[str, Any]]] = {}
         for shape in shapes:
-            results[shape] = {}
-            for size in sizes:
-                # the twenty rules are timed on the default shape: the rules do not read the shape
-                rules = not args.no_rules and shape == "default"
-                results[shape][size] = measure_size(root, size, args.seed, shape, args.repeat, rules,
-                                                    not args.no_memory)  # fmt: skip
+            # the twenty rules are timed on the default shape: the rules do not read the shape
+            rules = not args.no_rules and shape == "default"
+            results[shape] = measure_shape(
+                root, sizes, args.seed, shape, args.repeat, rules, not args.no_memory
+            )
         if "default" in results:
             print("\n## The default shape")
             report(results["default"], sizes)
@@ -381,22 +409,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def measure_size(
-    root: Path, size: str, seed: int, shape: str, repeat: int, rules: bool, memory: bool
-) -> dict[str, Any]:
-    """One shape at one size: the timings (and the memory subprocesses unless ``memory`` is off)."""
-    paths = estate_dir(root, size, seed, shape)
-    row: dict[str, Any] = {"dags": dag_count(size), "bytes": sum(p.stat().st_size for p in paths.values())}
-    print(f"{shape} {size}: {row['dags']:,} DAGs, {mb(row['bytes'])} MB of input ...", flush=True)
-    row.update(time_size(paths, repeat, rules=rules))
-    if rules:
-        row["policy_findings"] = policy_finding_count(paths)
-    row["counts"] = estate_counts(paths)
-    if memory:
-        for method in ("rss", "tracemalloc"):
-            row[f"floor_{method}"] = measure_memory(paths["dags"].parent, "floor", method)
-            row[f"pipeline_{method}"] = measure_memory(paths["dags"].parent, "pipeline", method)
-    return row
+def measure_shape(
+    root: Path, sizes: list[str], seed: int, shape: str, repeat: int, rules: bool, memory: bool
+) -> dict[str, dict[str, Any]]:
+    """One shape at every size: the timings, the sizes' rounds interleaved, and the memory
+    subprocesses unless ``memory`` is off."""
+    estates = [estate_dir(root, size, seed, shape) for size in sizes]
+    rows: dict[str, dict[str, Any]] = {}
+    for size, paths in zip(sizes, estates, strict=True):
+        rows[size] = {"dags": dag_count(size), "bytes": sum(p.stat().st_size for p in paths.values())}
+        print(
+            f"{shape} {size}: {rows[size]['dags']:,} DAGs, {mb(rows[size]['bytes'])} MB of input", flush=True
+        )
+    for size, timings in zip(sizes, time_sizes(estates, repeat, rules), strict=True):
+        rows[size].update(timings)
+    for size, paths in zip(sizes, estates, strict=True):
+        row = rows[size]
+        if rules:
+            row["policy_findings"] = policy_finding_count(paths)
+        row["counts"] = estate_counts(paths)
+        if memory:
+            for method in ("rss", "tracemalloc"):
+                row[f"floor_{method}"] = measure_memory(paths["dags"].parent, "floor", method)
+                row[f"pipeline_{method}"] = measure_memory(paths["dags"].parent, "pipeline", method)
+    return rows
 
 
 def estate_counts(paths: dict[str, Path]) -> dict[str, int]:
@@ -440,18 +476,23 @@ def report_shapes(results: dict[str, dict[str, dict[str, Any]]], sizes: list[str
                   f"| {times} | {r['pipeline'] / r['floor']:.2f} {memory}")  # fmt: skip
         for small, big in pairs:
             a, b = rows[small], rows[big]
-            wall, cpu = b["pipeline"] / a["pipeline"], b["pipeline_cpu"] / a["pipeline_cpu"]
-            floor_growth = b["floor"] / a["floor"]
-            met = "met" if wall <= TARGET_FOUR_TIMES else "MISSED"
-            print(f"\n{a['dags']:,} -> {b['dags']:,} DAGs: pipeline {wall:.2f}x (CPU {cpu:.2f}x), "
-                  f"floor {floor_growth:.2f}x; goal <= {TARGET_FOUR_TIMES}x: {met}")  # fmt: skip
-            verdicts.append((shape, wall, cpu, met))
+            growth = {key: b[key] / a[key] for key in GROWTH_KEYS}
+            g = {key: f"{value:.2f}x" for key, value in growth.items()}
+            met = "met" if growth["pipeline_cpu_min"] <= TARGET_FOUR_TIMES else "MISSED"
+            print(f"\n{a['dags']:,} -> {b['dags']:,} DAGs, pipeline: {g['pipeline_cpu_min']} in CPU time "
+                  f"({g['pipeline_min']} wall; medians {g['pipeline_cpu']} CPU, {g['pipeline']} wall); "
+                  f"json.loads with the collector off, linear work, {g['floor_gc_off_cpu_min']}; "
+                  f"goal <= {TARGET_FOUR_TIMES}x: {met}")  # fmt: skip
+            verdicts.append((shape, growth, met))
     if verdicts:
-        print(f"\nn -> 4n on every shape (goal <= {TARGET_FOUR_TIMES}x)")
-        print("| shape | pipeline, wall | pipeline, CPU | |")
-        print("|---|---:|---:|---|")
-        for shape, wall, cpu, met in verdicts:
-            print(f"| {shape} | {wall:.2f}x | {cpu:.2f}x | {met} |")
+        print(f"\nn -> 4n on every shape (least of the runs; goal <= {TARGET_FOUR_TIMES}x in CPU time)")
+        print("| shape | pipeline, CPU | pipeline, wall | pipeline, median CPU | json.loads GC off, CPU "
+              "| json.loads, CPU | |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for shape, g, met in verdicts:
+            cells = [f"{g[key]:.2f}x" for key in ("pipeline_cpu_min", "pipeline_min", "pipeline_cpu",
+                                                   "floor_gc_off_cpu_min", "floor_cpu_min")]  # fmt: skip
+            print(f"| {shape} | {' | '.join(cells)} | {met} |")
 
 
 def policy_finding_count(paths: dict[str, Path]) -> int:
