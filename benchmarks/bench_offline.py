@@ -32,6 +32,16 @@ their bytes released (the same subprocess as the floor, measured after the floor
 Estates are generated (``generate_estate.py``, seed 0) into a temporary directory, or into
 ``--estates DIR`` where they are kept and reused.
 
+Shapes (issue 24): ``--shapes`` (default: all) runs the same comparison on each estate shape of
+``generate_estate.py`` (the default; ``bare`` artifacts made by hand with ``curl``; ``lossy``;
+many ``aliases``; many ``conflicts``; many ``waivers``, whose waiver file the pipeline reads and
+applies as ``audit --waivers`` does) and prints, per shape and size, the time and peak-memory
+ratios against ``json.loads`` of the same bytes and, for each pair of sizes n and 4n, how the
+pipeline's time grows from n to 4n (goal: at most 4.4x, linear with a margin)::
+
+    python benchmarks/bench_offline.py --sizes 2500,10000 --repeat 3 --no-rules
+    python benchmarks/bench_offline.py --shapes lossy,waivers --sizes 10000 --profile
+
 With twenty rules (issue 26): the pipeline is timed a second time as ``audit --rules
 benchmarks/policy_rules.yaml`` runs it (the rules file read and checked, every rule run over the
 estate) and compared against the same floor; ``--no-rules`` leaves it out.
@@ -66,9 +76,10 @@ from airflow_provider_coremodels.core import audit, build_document, parse_artifa
 from airflow_provider_coremodels.core.document import encode  # noqa: E402
 from airflow_provider_coremodels.core.policy import parse_rules  # noqa: E402
 from airflow_provider_coremodels.core.render import render_json  # noqa: E402
+from airflow_provider_coremodels.core.waivers import parse_waivers  # noqa: E402
 
 sys.path.insert(0, str(HERE))
-from generate_estate import dag_count  # noqa: E402
+from generate_estate import SHAPES, dag_count  # noqa: E402
 
 ARTIFACTS = ("dags", "tasks", "datasets")
 #: The twenty rules of the rules workload.
@@ -76,6 +87,13 @@ RULES_FILE = HERE / "policy_rules.yaml"
 TARGET_TIME_RATIO = 1.0
 TARGET_MEMORY_RATIO = 1.5
 TARGET_SCALING = 1.15
+#: From n to 4n DAGs, on every shape: linear, with a margin for cache and allocator effects.
+TARGET_FOUR_TIMES = 4.4
+#: What the growth from n to 4n is reported on: the least of the runs (CPU and wall), the medians.
+GROWTH_KEYS = ("pipeline_cpu_min", "pipeline_min", "pipeline_cpu", "pipeline", "floor_gc_off_cpu_min",
+               "floor_cpu_min")  # fmt: skip
+#: The waiver file of the waivers shape, beside the artifacts: read and applied by the pipeline.
+WAIVERS_FILE = "waivers.yaml"
 
 
 # -- the two workloads --------------------------------------------------------------------
@@ -103,6 +121,14 @@ def floor_gc_off(paths: dict[str, Path]) -> list[Any]:
         gc.enable()
 
 
+def artifact_paths(directory: Path) -> dict[str, Path]:
+    """The three artifacts of an estate directory, and its waiver file where it has one."""
+    paths = {name: directory / f"{name}.json" for name in ARTIFACTS}
+    if (directory / WAIVERS_FILE).exists():
+        paths["waivers"] = directory / WAIVERS_FILE
+    return paths
+
+
 def _parse(paths: dict[str, Path]) -> Any:
     # As input_files.read_artifacts: the bytes live until parse_artifacts returns.
     dags, tasks, datasets = _read(paths)
@@ -113,12 +139,14 @@ def pipeline(
     paths: dict[str, Path], stages: dict[str, float] | None = None, rules: Path | None = None
 ) -> bytes:
     """The offline audit path: read, parse, audit, build the document (fingerprint, cap), encode;
-    with ``rules``, the rules file is read and checked first and run by the audit (``--rules``)."""
+    with ``rules``, the rules file is read and checked first and run by the audit (``--rules``);
+    with a waiver file among ``paths``, it is read and checked first and applied (``--waivers``)."""
     t0 = time.perf_counter()
+    waivers = parse_waivers(paths["waivers"].read_bytes()) if "waivers" in paths else ()
     policy = parse_rules(rules.read_bytes()) if rules is not None else None
     estate = _parse(paths)
     t1 = time.perf_counter()
-    result = audit(estate, None, policy=policy)
+    result = audit(estate, None, policy=policy, waivers=waivers)
     t2 = time.perf_counter()
     document = build_document(estate, result)
     t3 = time.perf_counter()
@@ -155,39 +183,65 @@ def _timed(func: Callable[[], Any], cpu: list[float] | None = None) -> float:
     return elapsed
 
 
-def time_size(paths: dict[str, Path], repeat: int, rules: bool = True) -> dict[str, Any]:
-    """Floor, strict floor and pipeline (and with twenty rules), interleaved, ``repeat`` times each
-    after a warm-up."""
-    kinds = ["floor", "floor_gc_off", "pipeline", *(["pipeline_rules"] if rules else [])]
-    wall: dict[str, list[float]] = {kind: [] for kind in kinds}
-    cpu: dict[str, list[float]] = {kind: [] for kind in kinds}
-    stage_runs = []
-    rule_audits = []
-    _timed(lambda: floor(paths))  # warm-up: page cache, allocator arenas
-    _timed(lambda: pipeline(paths))
-    if rules:
-        _timed(lambda: pipeline(paths, rules=RULES_FILE))
-    for _ in range(repeat):
+class SizeTimer:
+    """Floor, strict floor and pipeline (and with twenty rules) of one estate, interleaved: a warm-up
+    when made, then one timed run of each per ``round``. The rounds of several estates can be
+    interleaved too (``time_sizes``), so that n and 4n meet the same load on a shared machine."""
+
+    def __init__(self, paths: dict[str, Path], rules: bool = True) -> None:
+        self.paths, self.rules = paths, rules
+        self.kinds = ["floor", "floor_gc_off", "pipeline", *(["pipeline_rules"] if rules else [])]
+        self.wall: dict[str, list[float]] = {kind: [] for kind in self.kinds}
+        self.cpu: dict[str, list[float]] = {kind: [] for kind in self.kinds}
+        self.stage_runs: list[dict[str, float]] = []
+        self.rule_audits: list[float] = []
+        _timed(lambda: floor(paths))  # warm-up: page cache, allocator arenas
+        _timed(lambda: pipeline(paths))
+        if rules:
+            _timed(lambda: pipeline(paths, rules=RULES_FILE))
+
+    def round(self) -> None:
+        paths, wall, cpu = self.paths, self.wall, self.cpu
         wall["floor"].append(_timed(lambda: floor(paths), cpu["floor"]))
         wall["floor_gc_off"].append(_timed(lambda: floor_gc_off(paths), cpu["floor_gc_off"]))
         stages: dict[str, float] = {}
-        wall["pipeline"].append(_timed(lambda stages=stages: pipeline(paths, stages), cpu["pipeline"]))
-        stage_runs.append(stages)
-        if rules:
+        wall["pipeline"].append(_timed(lambda: pipeline(paths, stages), cpu["pipeline"]))
+        self.stage_runs.append(stages)
+        if self.rules:
             with_rules: dict[str, float] = {}
             wall["pipeline_rules"].append(
-                _timed(lambda s=with_rules: pipeline(paths, s, RULES_FILE), cpu["pipeline_rules"])
+                _timed(lambda: pipeline(paths, with_rules, RULES_FILE), cpu["pipeline_rules"])
             )
-            rule_audits.append(with_rules["audit"])
-    medians = {k: statistics.median(run[k] for run in stage_runs) for k in stage_runs[0]}
-    if rules:
-        medians["audit with 20 rules"] = statistics.median(rule_audits)
-    medians["render_json"] = time_render_json(paths)
-    out: dict[str, Any] = {name: statistics.median(times) for name, times in wall.items()}
-    out.update({f"{name}_cpu": statistics.median(times) for name, times in cpu.items()})
-    out.update({f"{name}_all": times for name, times in wall.items()})
-    out["stages"] = medians
-    return out
+            self.rule_audits.append(with_rules["audit"])
+
+    def result(self) -> dict[str, Any]:
+        runs = self.stage_runs
+        medians = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
+        if self.rules:
+            medians["audit with 20 rules"] = statistics.median(self.rule_audits)
+        medians["render_json"] = time_render_json(self.paths)
+        out: dict[str, Any] = {name: statistics.median(times) for name, times in self.wall.items()}
+        out.update({f"{name}_cpu": statistics.median(times) for name, times in self.cpu.items()})
+        # the least of the runs: what the work costs when other load interferes least
+        out.update({f"{name}_min": min(times) for name, times in self.wall.items()})
+        out.update({f"{name}_cpu_min": min(times) for name, times in self.cpu.items()})
+        out.update({f"{name}_all": times for name, times in self.wall.items()})
+        out["stages"] = medians
+        return out
+
+
+def time_size(paths: dict[str, Path], repeat: int, rules: bool = True) -> dict[str, Any]:
+    """One estate's timings, ``repeat`` rounds after a warm-up."""
+    return time_sizes([paths], repeat, rules)[0]
+
+
+def time_sizes(estates: list[dict[str, Path]], repeat: int, rules: bool = True) -> list[dict[str, Any]]:
+    """Several estates' timings, their rounds interleaved (n, 4n, n, 4n, ...)."""
+    timers = [SizeTimer(paths, rules) for paths in estates]
+    for _ in range(repeat):
+        for timer in timers:
+            timer.round()
+    return [timer.result() for timer in timers]
 
 
 # -- memory (each in a fresh subprocess) --------------------------------------------------
@@ -210,7 +264,7 @@ def peak_rss() -> int:
 
 
 def _child(kind: str, method: str, directory: Path) -> dict[str, int]:
-    paths = {name: directory / f"{name}.json" for name in ARTIFACTS}
+    paths = artifact_paths(directory)
     gc.collect()
     out: dict[str, int] = {}
     if method == "tracemalloc":
@@ -243,17 +297,18 @@ def measure_memory(directory: Path, kind: str, method: str) -> dict[str, int]:
 # -- estates ------------------------------------------------------------------------------
 
 
-def estate_dir(root: Path, size: str, seed: int) -> dict[str, Path]:
+def estate_dir(root: Path, size: str, seed: int, shape: str = "default") -> dict[str, Path]:
     """Generate (in a subprocess, keeping this process's heap clean) unless already there."""
-    directory = root / f"{size}-seed{seed}"
-    paths = {name: directory / f"{name}.json" for name in ARTIFACTS}
-    if not all(p.exists() for p in paths.values()):
+    directory = root / (f"{size}-seed{seed}" if shape == "default" else f"{size}-seed{seed}-{shape}")
+    done = directory / ".generated"
+    if not done.exists():
         subprocess.run(
             [sys.executable, str(HERE / "generate_estate.py"), "--size", size, "--seed", str(seed),
-             "--out", str(directory)],
+             "--shape", shape, "--out", str(directory)],
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
-    return paths
+        done.touch()
+    return artifact_paths(directory)
 
 
 # -- report -------------------------------------------------------------------------------
@@ -306,7 +361,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--estates", help="keep and reuse generated estates in this directory")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
     parser.add_argument("--no-rules", action="store_true", help="skip the pipeline with twenty rules")
-    parser.add_argument("--profile", action="store_true", help="profile one pipeline run at the largest size")
+    parser.add_argument(
+        "--shapes",
+        default="all",
+        help=f"comma-separated estate shapes, or all (default): {', '.join(SHAPES)}",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="profile one pipeline run at the largest size, per shape"
+    )
     parser.add_argument("--json", help="also write the raw results to this file")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "METHOD", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -317,33 +379,120 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     sizes = [s.strip().upper() for s in args.sizes.split(",") if s.strip()]
+    shapes = (
+        list(SHAPES) if args.shapes == "all" else [s.strip() for s in args.shapes.split(",") if s.strip()]
+    )
+    if unknown := [shape for shape in shapes if shape not in SHAPES]:
+        parser.error(f"unknown shape(s) {', '.join(unknown)}; expected {', '.join(SHAPES)} or all")
     print(f"machine: {machine()}")
     print(f"repetitions: {args.repeat} (medians), seed {args.seed}; {load_note('at the start')}\n")
     with tempfile.TemporaryDirectory(prefix="coremodels-bench-") as tmp:
         root = Path(args.estates) if args.estates else Path(tmp)
-        results: dict[str, dict[str, Any]] = {}
-        for size in sizes:
-            paths = estate_dir(root, size, args.seed)
-            row: dict[str, Any] = {
-                "dags": dag_count(size),
-                "bytes": sum(p.stat().st_size for p in paths.values()),
-            }
-            print(f"{size}: {row['dags']:,} DAGs, {mb(row['bytes'])} MB of artifacts ...", flush=True)
-            row.update(time_size(paths, args.repeat, rules=not args.no_rules))
-            if not args.no_rules:
-                row["policy_findings"] = policy_finding_count(paths)
-            if not args.no_memory:
-                for method in ("rss", "tracemalloc"):
-                    row[f"floor_{method}"] = measure_memory(paths["dags"].parent, "floor", method)
-                    row[f"pipeline_{method}"] = measure_memory(paths["dags"].parent, "pipeline", method)
-            results[size] = row
-        report(results, sizes)
+        results: dict[str, dict[str, dict[str, Any]]] = {}
+        for shape in shapes:
+            # the twenty rules are timed on the default shape: the rules do not read the shape
+            rules = not args.no_rules and shape == "default"
+            results[shape] = measure_shape(
+                root, sizes, args.seed, shape, args.repeat, rules, not args.no_memory
+            )
+        if "default" in results:
+            print("\n## The default shape")
+            report(results["default"], sizes)
+        report_shapes(results, sizes)
         print(f"\n{load_note('at the end')}")
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=2))
         if args.profile:
-            profile(estate_dir(root, sizes[-1], args.seed))
+            for shape in shapes:
+                print(f"\n## Profile of the {shape} shape at {sizes[-1]}")
+                profile(estate_dir(root, sizes[-1], args.seed, shape))
     return 0
+
+
+def measure_shape(
+    root: Path, sizes: list[str], seed: int, shape: str, repeat: int, rules: bool, memory: bool
+) -> dict[str, dict[str, Any]]:
+    """One shape at every size: the timings, the sizes' rounds interleaved, and the memory
+    subprocesses unless ``memory`` is off."""
+    estates = [estate_dir(root, size, seed, shape) for size in sizes]
+    rows: dict[str, dict[str, Any]] = {}
+    for size, paths in zip(sizes, estates, strict=True):
+        rows[size] = {"dags": dag_count(size), "bytes": sum(p.stat().st_size for p in paths.values())}
+        print(
+            f"{shape} {size}: {rows[size]['dags']:,} DAGs, {mb(rows[size]['bytes'])} MB of input", flush=True
+        )
+    for size, timings in zip(sizes, time_sizes(estates, repeat, rules), strict=True):
+        rows[size].update(timings)
+    for size, paths in zip(sizes, estates, strict=True):
+        row = rows[size]
+        if rules:
+            row["policy_findings"] = policy_finding_count(paths)
+        row["counts"] = estate_counts(paths)
+        if memory:
+            for method in ("rss", "tracemalloc"):
+                row[f"floor_{method}"] = measure_memory(paths["dags"].parent, "floor", method)
+                row[f"pipeline_{method}"] = measure_memory(paths["dags"].parent, "pipeline", method)
+    return rows
+
+
+def estate_counts(paths: dict[str, Path]) -> dict[str, int]:
+    """What the shape gives the pipeline to do (untimed): records, edges, findings, waivers."""
+    estate = _parse(paths)
+    waivers = parse_waivers(paths["waivers"].read_bytes()) if "waivers" in paths else ()
+    result = audit(estate, None, waivers=waivers)
+    return {
+        "lossiness": len(estate.lossiness),
+        "edges": len(estate.lineage),
+        "findings": len(result.findings),
+        "waivers": len(waivers),
+        "waived": sum(1 for finding in result.findings if finding.waived),
+    }
+
+
+def report_shapes(results: dict[str, dict[str, dict[str, Any]]], sizes: list[str]) -> None:
+    """A table per shape: time and memory against json.loads, and the growth from n to 4n."""
+    pairs = [(a, b) for a in sizes for b in sizes if dag_count(b) == 4 * dag_count(a)]
+    print("\n## Per shape, against json.loads of the same bytes")
+    print("time: median wall seconds (CPU in brackets); memory: peak RSS above the imports, each in a "
+          "fresh subprocess; the floor is reading the artifacts and json.loads of each")  # fmt: skip
+    verdicts = []
+    for shape, rows in results.items():
+        print(f"\n### {shape}")
+        print("| DAGs | MB in | records | edges | findings (waived / waivers) | floor s | pipeline s "
+              "| time ratio | floor peak MB | pipeline peak MB | memory ratio | / holding |")  # fmt: skip
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for size in sizes:
+            r = rows[size]
+            c = r["counts"]
+            findings = f"{c['findings']:,}" + (
+                f" ({c['waived']:,} / {c['waivers']:,})" if c["waivers"] else ""
+            )
+            memory = "| | | |"
+            if "floor_rss" in r:
+                fpeak, held, ppeak = r["floor_rss"]["peak"], r["floor_rss"]["held"], r["pipeline_rss"]["peak"]
+                memory = f"| {mb(fpeak)} | {mb(ppeak)} | {ppeak / fpeak:.2f} | {ppeak / held:.2f} |"
+            times = f"{r['floor']:.3f} ({r['floor_cpu']:.3f}) | {r['pipeline']:.3f} ({r['pipeline_cpu']:.3f})"
+            print(f"| {r['dags']:,} | {mb(r['bytes'])} | {c['lossiness']:,} | {c['edges']:,} | {findings} "
+                  f"| {times} | {r['pipeline'] / r['floor']:.2f} {memory}")  # fmt: skip
+        for small, big in pairs:
+            a, b = rows[small], rows[big]
+            growth = {key: b[key] / a[key] for key in GROWTH_KEYS}
+            g = {key: f"{value:.2f}x" for key, value in growth.items()}
+            met = "met" if growth["pipeline_cpu_min"] <= TARGET_FOUR_TIMES else "MISSED"
+            print(f"\n{a['dags']:,} -> {b['dags']:,} DAGs, pipeline: {g['pipeline_cpu_min']} in CPU time "
+                  f"({g['pipeline_min']} wall; medians {g['pipeline_cpu']} CPU, {g['pipeline']} wall); "
+                  f"json.loads with the collector off, linear work, {g['floor_gc_off_cpu_min']}; "
+                  f"goal <= {TARGET_FOUR_TIMES}x: {met}")  # fmt: skip
+            verdicts.append((shape, growth, met))
+    if verdicts:
+        print(f"\nn -> 4n on every shape (least of the runs; goal <= {TARGET_FOUR_TIMES}x in CPU time)")
+        print("| shape | pipeline, CPU | pipeline, wall | pipeline, median CPU | json.loads GC off, CPU "
+              "| json.loads, CPU | |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for shape, g, met in verdicts:
+            cells = [f"{g[key]:.2f}x" for key in ("pipeline_cpu_min", "pipeline_min", "pipeline_cpu",
+                                                   "floor_gc_off_cpu_min", "floor_cpu_min")]  # fmt: skip
+            print(f"| {shape} | {' | '.join(cells)} | {met} |")
 
 
 def policy_finding_count(paths: dict[str, Path]) -> int:

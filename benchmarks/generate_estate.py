@@ -29,7 +29,29 @@ As a module::
 
 As a command::
 
-    python benchmarks/generate_estate.py --size M --out /tmp/estate-m [--seed 0] [--api v1]
+    python benchmarks/generate_estate.py --size M --out /tmp/estate-m [--seed 0] [--api v1] [--shape bare]
+
+Shapes (``--shape``; Airflow 3 only, except ``default`` and ``bare``): the estates users really
+feed the offline audit, each the default estate reworked with a random stream of its own (so the
+default's bytes never change):
+
+* ``default``: as above, every asset-scheduled DAG with its condition;
+* ``bare``: artifacts made by hand from ``curl`` as docs/capture.md shows: the API's list
+  responses as they are, none of what the capture adds (no ``asset_expression``, no warnings,
+  aliases, events, capture time or failed runs);
+* ``lossy``: what the parse must report rather than represent: half the asset-scheduled DAGs
+  without their condition, conditions naming ``Asset.ref``s and assets nothing matches,
+  references to DAGs the dags artifact lacks, DAGs missing from the tasks artifact and tasks of
+  DAGs it does not list, stale DAGs and files that do not import, references the dependency
+  graph no longer shows;
+* ``aliases``: assets written through asset aliases (a few aliases resolving to many assets),
+  DAGs scheduled on aliases, aliases nothing was written through, and the events naming writers;
+* ``conflicts``: refused twins sharing a URI or a name with an active asset, the DAG warnings of
+  asset-conflict type on every DAG that names one (some named by many DAGs), twins the scheduler
+  has not yet warned of, and other DAG warnings;
+* ``waivers``: the default estate and a waiver file (``waivers.yaml``) of about one waiver per
+  two DAGs: exact subjects, globs over DAG ids and asset URIs (their number growing with the
+  estate), expired waivers and waivers matching nothing.
 """
 
 from __future__ import annotations
@@ -220,24 +242,38 @@ def dag_count(size: str | int) -> int:
     return int(size)
 
 
-def generate(size: str | int = "S", *, seed: int = 0, api: str = "v2") -> dict[str, Any]:
-    """The three artifacts of an estate, decoded: ``{"dags": ..., "tasks": ..., "datasets": ...}``."""
+def generate(
+    size: str | int = "S", *, seed: int = 0, api: str = "v2", shape: str = "default"
+) -> dict[str, Any]:
+    """The artifacts of an estate, decoded: ``{"dags": ..., "tasks": ..., "datasets": ...}``, and
+    for the ``waivers`` shape ``"waivers"``, the waiver file's list."""
     if api not in ("v1", "v2"):
         raise ValueError(f"api must be v1 or v2, got {api!r}")
-    return _Generator(dag_count(size), seed, api).run()
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {', '.join(SHAPES)}, got {shape!r}")
+    if api == "v1" and shape not in ("default", "bare"):
+        raise ValueError(f"the {shape} shape is of Airflow 3 (api v2)")
+    docs = _Generator(dag_count(size), seed, api).run()
+    SHAPES[shape](docs, random.Random(f"{shape}-{seed}"))
+    return docs
 
 
 def write_estate(
-    out: str | Path, size: str | int = "S", *, seed: int = 0, api: str = "v2"
+    out: str | Path, size: str | int = "S", *, seed: int = 0, api: str = "v2", shape: str = "default"
 ) -> dict[str, Path]:
-    """Generate an estate and write dags.json, tasks.json and datasets.json under ``out``."""
+    """Generate an estate and write dags.json, tasks.json and datasets.json under ``out`` (and
+    waivers.yaml for the ``waivers`` shape)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    docs = generate(size, seed=seed, api=api)
+    docs = generate(size, seed=seed, api=api, shape=shape)
     paths = {}
     for name, doc in docs.items():
-        path = out / f"{name}.json"
-        path.write_bytes(encode(doc))
+        if name == "waivers":
+            path = out / "waivers.yaml"
+            path.write_text(waivers_yaml(doc), encoding="utf-8")
+        else:
+            path = out / f"{name}.json"
+            path.write_bytes(encode(doc))
         paths[name] = path
     return paths
 
@@ -638,6 +674,214 @@ class _Generator:
         }
 
 
+# -- shapes: the default estate reworked as users' estates are -------------------------------
+
+
+def _asset_scheduled(dags: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [dag for dag in dags if "asset_expression" in dag]
+
+
+def _leaf(asset: dict[str, Any]) -> dict[str, Any]:
+    return {"asset": {"uri": asset["uri"], "name": asset["name"], "group": asset["group"], "id": asset["id"]}}
+
+
+def _shape_bare(docs: dict[str, Any], rng: random.Random) -> None:
+    """As ``curl`` saves the list responses: nothing the capture adds, in either artifact."""
+    for dag in docs["dags"]["dags"]:
+        dag.pop("asset_expression", None)
+        dag.pop("dataset_expression", None)
+    docs["dags"] = {"dags": docs["dags"]["dags"], "total_entries": docs["dags"]["total_entries"]}
+    key = "assets" if "assets" in docs["datasets"] else "datasets"
+    docs["datasets"] = {key: docs["datasets"][key], "total_entries": docs["datasets"]["total_entries"]}
+
+
+def _shape_lossy(docs: dict[str, Any], rng: random.Random) -> None:
+    """Every kind of record the parse writes, many times over: see the module's docstring."""
+    dags, tasks, assets = docs["dags"]["dags"], docs["tasks"], docs["datasets"]["assets"]
+    for index, dag in enumerate(_asset_scheduled(dags)):
+        if index % 2 == 0:
+            del dag["asset_expression"]  # details not fetched: its references and aliases are unknown
+        elif rng.random() < 0.6:  # a condition naming what nothing matches
+            items = dag["asset_expression"]["all"]
+            items.append({"asset_ref": {"name": f"renamed_{index:05d}"}})
+            items.append(
+                {"asset": {"uri": f"s3://gone/{index:05d}.parquet", "name": "gone", "group": "asset"}}
+            )
+    for dag in dags[3::10]:  # missing from the tasks artifact: fields unknown
+        tasks.pop(dag["dag_id"], None)
+    for index in range(len(dags) // 20):  # tasks of DAGs the dags artifact does not list
+        tasks[f"deleted_dag_{index:05d}"] = {"tasks": [], "total_entries": 0}
+    for index, asset in enumerate(assets):
+        if index % 10 == 0:  # produced by a DAG of another deployment, or a deleted one
+            asset["producing_tasks"].append({"dag_id": f"external_dag_{index:05d}", "task_id": "publish"})
+        if index % 25 == 0:
+            asset["scheduled_dags"].append({"created_at": asset["created_at"]})  # no dag_id
+    stale, broken = dags[7::33], dags[11::97]
+    for dag in stale:
+        dag["is_stale"] = True
+    for dag in broken:
+        dag["is_stale"] = dag["has_import_errors"] = True
+    docs["dags"]["includes_stale"] = True
+    docs["dags"]["import_errors"] = [
+        {"id": i, "timestamp": dag["last_parsed_time"], "filename": dag["relative_fileloc"],
+         "bundle_name": dag["bundle_name"],
+         "stack_trace": f"Traceback (most recent call last):\n  File \"{dag['fileloc']}\", line 12\n"
+                        f"NameError: name 'helpers_{i}' is not defined"}
+        for i, dag in enumerate(broken)
+    ]  # fmt: skip
+    # The dependency graph as the UI draws it, less one producing edge in eight: references the
+    # code dropped, which Airflow keeps.
+    edges = []
+    for index, asset in enumerate(assets):
+        node = f"asset:{asset['id']}"
+        for ref in asset["producing_tasks"][: 1 if index % 8 == 0 else None]:
+            edges.append({"source_id": f"dag:{ref['dag_id']}", "target_id": node})
+        for ref in asset["scheduled_dags"]:
+            if "dag_id" in ref:
+                edges.append({"source_id": node, "target_id": f"dag:{ref['dag_id']}"})
+    docs["datasets"]["dependencies"] = {"edges": edges}
+
+
+def _shape_aliases(docs: dict[str, Any], rng: random.Random) -> None:
+    """Assets written through aliases, DAGs scheduled on them, and the events that name writers."""
+    dags, assets = docs["dags"]["dags"], docs["datasets"]["assets"]
+    dag_ids = [dag["dag_id"] for dag in dags]
+    n_aliases = max(2, len(assets) // 4)
+    hubs = max(1, n_aliases // 100)  # a few aliases a dynamic writer fans out through, to many assets
+    names = [f"alias_{'hub' if i < hubs else 'feed'}_{i:05d}" for i in range(n_aliases)]
+    ids = {name: i for i, name in enumerate(names)}
+    events = []
+    for index, asset in enumerate(assets):
+        if rng.random() >= 0.6:
+            continue
+        chosen = {names[rng.randrange(hubs)]} if rng.random() < 0.2 else set()
+        chosen.add(names[hubs + rng.randrange(n_aliases - hubs)])
+        asset["aliases"] = [{"id": 1 + ids[n], "name": n, "group": "asset"} for n in sorted(chosen)]
+        if rng.random() < 0.5:
+            asset["producing_tasks"] = []  # written only through its aliases
+        if rng.random() < 0.7:  # an event names the writer; the others' writers are unknown
+            writer = rng.choice(dag_ids)
+            events.append({"id": len(events) + 1, "asset_id": asset["id"], "uri": asset["uri"],
+                           "source_dag_id": writer, "source_task_id": "publish",
+                           "source_run_id": f"scheduled__2026-05-0{1 + index % 5}T05:00:00+00:00",
+                           "timestamp": asset["created_at"]})  # fmt: skip
+    unwritten = [f"alias_unwritten_{i:05d}" for i in range(max(1, n_aliases // 10))]
+    docs["datasets"]["asset_aliases"] = [
+        {"id": i + 1, "name": name, "group": "asset"} for i, name in enumerate([*names, *unwritten])
+    ]
+    docs["datasets"]["asset_events"] = events
+    for index, dag in enumerate(_asset_scheduled(dags)):
+        if index % 3 == 0:  # scheduled on an alias, written or not
+            pool = unwritten if index % 15 == 0 else names
+            dag["asset_expression"] = {
+                "any": [dag["asset_expression"], {"alias": {"name": rng.choice(pool), "group": "asset"}}]
+            }
+
+
+def _shape_conflicts(docs: dict[str, Any], rng: random.Random) -> None:
+    """Refused twins, the asset-conflict warnings on the DAGs that name them, other DAG warnings."""
+    dags, assets = docs["dags"]["dags"], docs["datasets"]["assets"]
+    dag_ids = [dag["dag_id"] for dag in dags]
+    popular = dag_ids[:: max(1, len(dag_ids) // 5)][:5]
+    inactive, warned_lines = [], {}
+    next_id = len(assets) + 1
+    for index, asset in enumerate(assets):
+        if index % 2:  # Airflow 3 names: half the assets carry a name of their own
+            asset["name"] = f"{asset['uri'].rsplit('/', 1)[-1].split('.')[0]}"
+        if rng.random() >= 0.25:
+            continue
+        same_uri = rng.random() < 0.5
+        twin_name = f"{asset['name']}_v2" if same_uri else asset["name"]
+        twin_uri = asset["uri"] if same_uri else asset["uri"] + ".v2"
+        referencing = rng.sample(dag_ids, rng.randint(1, 3))
+        if rng.random() < 0.05:
+            referencing = sorted({*referencing, *popular})  # a twin many DAGs name
+        refs = [{"dag_id": d, "created_at": asset["created_at"], "updated_at": asset["created_at"]}
+                for d in referencing]  # fmt: skip
+        inactive.append({**asset, "id": next_id, "name": twin_name, "uri": twin_uri,
+                         "scheduled_dags": refs, "producing_tasks": [], "consuming_tasks": []})  # fmt: skip
+        next_id += 1
+        if rng.random() < 0.6:  # the scheduler has warned; the others only show as inactive twins
+            clash, holder = ("uri", asset["name"]) if same_uri else ("name", asset["uri"])
+            line = (
+                f'Cannot activate asset Asset(name="{twin_name}", uri="{twin_uri}", group="asset"); '
+                f"{clash} is already associated to {holder!r}"
+            )
+            for dag_id in referencing:
+                warned_lines.setdefault(dag_id, []).append(line)
+    warnings = [
+        {"dag_id": dag_id, "warning_type": "asset conflict", "message": "\n".join(lines),
+         "timestamp": "2026-05-04T06:00:00Z"}
+        for dag_id, lines in sorted(warned_lines.items())
+    ]  # fmt: skip
+    for dag_id in dag_ids[5::40]:
+        warnings.append({"dag_id": dag_id, "warning_type": "non-existent pool",
+                         "message": f"Dag '{dag_id}' references non-existent pools: ['spark_pool']",
+                         "timestamp": "2026-05-04T06:00:00Z"})  # fmt: skip
+    for index in range(max(1, len(dag_ids) // 200)):  # warnings of DAGs no longer listed
+        warnings.append({"dag_id": f"removed_dag_{index:05d}", "warning_type": "asset conflict",
+                         "message": warnings[0]["message"].splitlines()[0] if warnings else "x",
+                         "timestamp": "2026-05-04T06:00:00Z"})  # fmt: skip
+    docs["dags"]["dag_warnings"] = warnings
+    docs["datasets"]["inactive_assets"] = inactive
+
+
+def _shape_waivers(docs: dict[str, Any], rng: random.Random) -> None:
+    """A waiver file of about one waiver per two DAGs, against the default estate's findings."""
+    dags, assets = docs["dags"]["dags"], docs["datasets"]["assets"]
+    waivers: list[dict[str, str]] = []
+
+    def waive(code: str, subject: str, reason: str, expires: str | None = "2099-12-31") -> None:
+        waivers.append({"code": code, "subject": subject, "reason": reason,
+                        **({"expires": expires} if expires else {})})  # fmt: skip
+
+    for index, dag in enumerate(dags):
+        dag_id = dag["dag_id"]
+        if dag["description"] is None and rng.random() < 0.7:
+            waive("dag-no-description", dag_id, "documented in the team wiki")
+        if index % 20 == 0:  # by prefix, as a team waives a family of DAGs: these grow with the estate
+            waive("dag-no-description", dag_id[:-2] + "*", "legacy family, rewrite planned")
+            waive("dag-no-owner", dag_id[:-2] + "?" * 2, "owned by the platform team", None)
+        if index % 7 == 0:
+            waive("dag-no-description", f"decommissioned_{dag_id}", "gone next quarter")  # matches nothing
+    for index, asset in enumerate(assets):
+        if index % 10 == 0:
+            waive("asset-unproduced", asset["uri"], "written by a vendor's job outside Airflow")
+        if index % 30 == 0:
+            waive("asset-stale", asset["uri"].rsplit("/", 1)[0] + "/*", "late on purpose")
+    for team in TEAMS:
+        waive("dag-no-owner", f"{team.replace('-', '_')}_*", "the team owns it", "2099-12-31")
+    for index in range(max(1, len(dags) // 100)):
+        waive("paused-producer", f"s3://lake/retired_{index:04d}*", "retired", "2020-01-31")  # expired
+    rng.shuffle(waivers)
+    docs["waivers"] = waivers
+
+
+def waivers_yaml(waivers: list[dict[str, str]]) -> str:
+    """A waiver file as a team writes one: YAML, one mapping per waiver, plain scalars quoted."""
+    lines = []
+    for waiver in waivers:
+        first = True
+        for key, value in waiver.items():
+            lines.append(f"{'- ' if first else '  '}{key}: {json.dumps(value)}")
+            first = False
+    return "\n".join(lines) + "\n"
+
+
+def _shape_default(docs: dict[str, Any], rng: random.Random) -> None:
+    """The estate as generated."""
+
+
+SHAPES = {
+    "default": _shape_default,
+    "bare": _shape_bare,
+    "lossy": _shape_lossy,
+    "aliases": _shape_aliases,
+    "conflicts": _shape_conflicts,
+    "waivers": _shape_waivers,
+}
+
+
 # -- checking against the recorded real responses ---------------------------------------
 
 
@@ -691,6 +935,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--api", choices=("v2", "v1"), default="v2", help="v2: Airflow 3 (default); v1: Airflow 2"
     )
+    parser.add_argument(
+        "--shape", choices=tuple(SHAPES), default="default", help="see the module's docstring"
+    )
     parser.add_argument("--check", action="store_true", help="compare key sets with tests/fixtures and exit")
     args = parser.parse_args(argv)
     if args.check:
@@ -701,9 +948,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     if not args.out:
         parser.error("--out is required (or --check)")
-    paths = write_estate(args.out, args.size, seed=args.seed, api=args.api)
+    paths = write_estate(args.out, args.size, seed=args.seed, api=args.api, shape=args.shape)
     sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e6:.1f} MB" for p in paths.values())
-    print(f"{dag_count(args.size)} DAGs ({args.api}) -> {args.out}: {sizes}")
+    print(f"{dag_count(args.size)} DAGs ({args.api}, {args.shape}) -> {args.out}: {sizes}")
     return 0
 
 

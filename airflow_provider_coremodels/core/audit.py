@@ -240,13 +240,20 @@ def recall_outlets(broken: tuple[BrokenFile, ...], baseline: Estate | None) -> t
     return with_outlets(broken, outlets)
 
 
-def _starved_by(broken: tuple[BrokenFile, ...], sides: Mapping[str, Sides]) -> dict[str, list[BrokenFile]]:
-    """The assets a broken file leaves with no producer (nothing else produces them), and the files."""
-    starved: dict[str, list[BrokenFile]] = defaultdict(list)
+def _starved_by(
+    broken: tuple[BrokenFile, ...], sides: Mapping[str, Sides]
+) -> dict[str, list[tuple[BrokenFile, list[str]]]]:
+    """The assets a broken file leaves with no producer (nothing else produces them), each with the
+    files and the DAGs of each that produced it: one pass over each file's outlets (a file of
+    generated DAGs may hold thousands, each starving an asset of its own)."""
+    starved: dict[str, list[tuple[BrokenFile, list[str]]]] = defaultdict(list)
     for file in broken:
-        for uri in file.assets():
+        producers: dict[str, list[str]] = defaultdict(list)
+        for dag_id, uri in file.outlets:
+            producers[uri].append(dag_id)
+        for uri in sorted(producers):
             if not sides.get(uri, Sides()).producers:
-                starved[uri].append(file)
+                starved[uri].append((file, producers[uri]))
     return starved
 
 
@@ -305,18 +312,18 @@ def asset_unproduced(
     sides: Sides,
     dags: Mapping[str, Dataset],
     notes: Notes,
-    broken: list[BrokenFile] | None = None,
+    broken: list[tuple[BrokenFile, list[str]]] | None = None,
 ) -> Finding | None:
     """Consumed by a described DAG, and nothing can update it: no producing edge (external
     producers count), no watcher, no alias that a DAG writes through. ``broken``: the files that
-    do not import whose DAGs produced it, named in the detail (the cause, and its fix)."""
+    do not import whose DAGs produced it, each with those DAGs, named in the detail (the cause,
+    and its fix)."""
     described = sorted(c for c in sides.consumer_ids() if c in dags)
     if sides.producers or not described or _updated_from_outside(asset) or _aliases(asset):
         return None
     detail = "consumers: " + ", ".join(described) + notes.on_consumers(asset.identity, described)
-    for file in broken or ():
-        producers = ", ".join(file.producers_of(asset.identity))
-        detail += f"; its producer {producers} does not import ({file.file})"
+    for file, producers in broken or ():
+        detail += f"; its producer {', '.join(producers)} does not import ({file.file})"
     return make_finding("asset-unproduced", asset.identity, detail + watchers_note(asset))
 
 
@@ -400,16 +407,20 @@ class Notes:
         if optional:
             note += f"; only an alternative input of: {', '.join(optional)}"
         if self.unconfirmed:
-            edges = self.sides.get(uri, Sides()).consumers
-            through_inlet = {e.dag_id for e in edges if e.via == VIA_INLET}
-            other = {e.dag_id for e in edges if e.via != VIA_INLET}
-            doubtful = [c for c in consumers if c in self.unconfirmed and c in through_inlet - other]
+            only_inlet = inlet_only_readers(self.sides.get(uri, Sides()))  # once, not per consumer
+            doubtful = [c for c in consumers if c in self.unconfirmed and c in only_inlet]
             if doubtful:
                 note += (
                     "; read only through a task inlet Airflow may keep after the code drops it: "
                     + ", ".join(doubtful)
                 )
         return note
+
+
+def inlet_only_readers(sides: Sides) -> set[str]:
+    """The DAGs that read the asset only through a task inlet (no schedule on it)."""
+    through_inlet = {e.dag_id for e in sides.consumers if e.via == VIA_INLET}
+    return through_inlet - {e.dag_id for e in sides.consumers if e.via != VIA_INLET}
 
 
 def alternative_inputs(estate: Estate) -> dict[str, set[str]]:

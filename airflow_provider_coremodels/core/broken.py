@@ -131,15 +131,20 @@ def read_import_errors(
             key, path, error_line(trace) if isinstance(trace, str) else "no error text", bundle, _ids(dag_ids)
         )
         file_of.update(dict.fromkeys(dag_ids, key))
+    unlisted: dict[str, list[str]] = {}  # a file's DAGs gathered first, the file built once
     for dag_id, raw in dags.items():
         if raw.get("has_import_errors") is not True or dag_id in file_of:
             continue
         bundle, relative = text_value(raw.get("bundle_name")), text_value(raw.get("relative_fileloc"))
         path = relative or text_value(raw.get("fileloc")) or dag_id
         key = file_key(bundle if relative else None, path)
-        held = files.get(key) or BrokenFile(key, path, _UNLISTED, bundle if relative else None)
-        files[key] = BrokenFile(held.file, held.path, held.error, held.bundle, _ids([*held.dags, dag_id]))
+        if key not in files:
+            files[key] = BrokenFile(key, path, _UNLISTED, bundle if relative else None)
+        unlisted.setdefault(key, []).append(dag_id)
         file_of[dag_id] = key
+    for key, dag_ids in unlisted.items():
+        held = files[key]
+        files[key] = BrokenFile(held.file, held.path, held.error, held.bundle, _ids([*held.dags, *dag_ids]))
     return sorted(files.values(), key=lambda f: f.file), file_of
 
 

@@ -1165,9 +1165,8 @@ def _asset_conflicts(
                 )
             )
         elif conflicts:
-            found.setdefault(dag_id, []).extend(
-                line for line in message.splitlines() if line not in unreadable
-            )
+            unread = set(unreadable)  # a set: a long warning's lines are not each checked against a list
+            found.setdefault(dag_id, []).extend(line for line in message.splitlines() if line not in unread)
     return {dag_id: "\n".join(sorted(set(lines))) for dag_id, lines in found.items()}
 
 

@@ -127,29 +127,47 @@ def apply_waivers(findings: Sequence[Finding], waivers: Sequence[Waiver], today:
     return out
 
 
+#: The characters that make a waiver's subject a glob (``fnmatch``'s wildcards and sets).
+_WILDCARDS = re.compile(r"[*?\[]")
+
+
 class _LiveWaivers:
-    """The live waivers by code, exact subjects in a dict and globs in file order: a finding's
-    first matching waiver costs a lookup and the globs of its own code, never every waiver (a
-    long waiver file times a large estate's findings would be their product)."""
+    """The live waivers by code: exact subjects in a dict, globs by the literal text before their
+    first wildcard, each list in file order. A subject can only match a glob that it begins with
+    the literal of, so a finding's first matching waiver costs a lookup per distinct literal
+    length and the globs whose literal it begins with, never every waiver of its code (a long
+    waiver file, its globs growing with the estate, times a large estate's findings would be
+    their product)."""
 
     def __init__(self, waivers: Iterable[Waiver]) -> None:
         self.exact: dict[tuple[str, str], tuple[int, Waiver]] = {}
-        self.globs: dict[str, list[tuple[int, Waiver]]] = defaultdict(list)
+        self.globs: dict[str, dict[str, list[tuple[int, Waiver]]]] = defaultdict(dict)
         for order, waiver in enumerate(waivers):
-            if any(char in waiver.subject for char in "*?["):
-                self.globs[waiver.code].append((order, waiver))
-            else:
+            wildcard = _WILDCARDS.search(waiver.subject)
+            if wildcard is None:
                 self.exact.setdefault((waiver.code, waiver.subject), (order, waiver))
+            else:
+                literal = waiver.subject[: wildcard.start()]
+                self.globs[waiver.code].setdefault(literal, []).append((order, waiver))
+        #: The distinct literal lengths of each code's globs, shortest first.
+        self.lengths = {code: sorted({len(literal) for literal in by}) for code, by in self.globs.items()}
 
     def first(self, finding: Finding) -> Waiver | None:
         """The first waiver in file order that matches ``finding``, as a scan of them all gives."""
-        exact = self.exact.get((finding.code, finding.subject))
-        for order, waiver in self.globs.get(finding.code, ()):
-            if exact is not None and order > exact[0]:
-                break
-            if waiver.matches(finding):
-                return waiver
-        return exact[1] if exact is not None else None
+        best = self.exact.get((finding.code, finding.subject))
+        by_literal = self.globs.get(finding.code)
+        if by_literal:
+            subject = finding.subject
+            for length in self.lengths[finding.code]:
+                if length > len(subject):
+                    break
+                for order, waiver in by_literal.get(subject[:length], ()):
+                    if best is not None and order > best[0]:
+                        break
+                    if waiver.matches(finding):
+                        best = (order, waiver)
+                        break
+        return best[1] if best is not None else None
 
 
 def expired_finding(waiver: Waiver) -> Finding:

@@ -129,6 +129,63 @@ def test_a_dag_that_says_it_has_import_errors_is_broken_even_unlisted() -> None:
     assert detail is not None and detail.startswith("dags: a; the error is not listed")
 
 
+def test_a_file_of_many_unlisted_broken_dags_is_built_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of generated DAGs that all say they have import errors, its error unlisted: its DAGs
+    are gathered and the file built once, not rebuilt (and its DAG list sorted again) per DAG, which
+    made the work grow with the square of the DAGs in the file."""
+    from airflow_provider_coremodels.core import broken
+
+    sorted_ids = []
+    real = broken._ids
+    monkeypatch.setattr(
+        broken, "_ids", lambda dag_ids: sorted_ids.append(len(list(dag_ids))) or real(dag_ids)
+    )
+    many = [
+        stale(f"gen_{i:04d}", has_import_errors=True, relative_fileloc="generated.py") for i in range(2000)
+    ]
+    estate = parse_artifacts(json.dumps({"dags": [*many, dag("report")], "import_errors": []}))
+    [file] = estate.import_errors
+    assert (file.file, len(file.dags)) == ("dags-folder/generated.py", 2000)
+    assert sum(sorted_ids) <= 2 * len(many)
+
+
+class _Counted(tuple):  # type: ignore[type-arg]
+    """A tuple that counts the items every pass over it yields: the work done on it."""
+
+    steps = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for item in tuple.__iter__(self):
+            _Counted.steps += 1
+            yield item
+
+
+def test_what_a_broken_file_starves_costs_one_pass_over_its_outlets() -> None:
+    """A broken file of generated DAGs, each the only producer of its own asset: the audit names
+    each asset's producers from one index of the file's outlets, not a scan of them all per asset
+    (the outlets times the assets they starve)."""
+    import dataclasses
+
+    k = 300
+    estate = parse_artifacts(
+        json.dumps({"dags": [*(stale(f"gen_{i:03d}", has_import_errors=True, relative_fileloc="gen.py")
+                               for i in range(k)), dag("report")],
+                    "import_errors": [broken_file("gen.py")]}),
+        None,
+        json.dumps({"assets": [asset(f"s3://lake/t{i:03d}", i + 1, producing_tasks=[f"gen_{i:03d}"],
+                                     scheduled_dags=["report"]) for i in range(k)]}),
+    )  # fmt: skip
+    [file] = estate.import_errors
+    assert len(file.outlets) == k
+    counted = dataclasses.replace(file, outlets=_Counted(file.outlets))
+    _Counted.steps = 0
+    result = audit(dataclasses.replace(estate, import_errors=(counted,)))
+    unproduced = [f for f in result.findings if f.code == "asset-unproduced"]
+    assert len(unproduced) == k
+    assert unproduced[7].detail.endswith("its producer gen_007 does not import (dags-folder/gen.py)")
+    assert _Counted.steps <= 4 * k
+
+
 def test_airflow_30s_absolute_filename_is_named_inside_its_bundle() -> None:
     """Airflow 3.0 gives the file's absolute path beside its bundle: the finding names it in the bundle."""
     trace = "Traceback (most recent call last):\nValueError: no"
@@ -307,6 +364,27 @@ def test_a_finding_that_counts_an_unconfirmed_reader_says_so() -> None:
         "consumers: reader, report; read only through a task inlet Airflow may keep after the code "
         "drops it: reader"
     )
+
+
+def test_an_asset_read_by_many_unconfirmed_inlets_is_noted_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The readers that read an asset only through a task inlet are worked out once per asset a
+    finding notes, not once per consumer (the consumers times the asset's edges)."""
+    import importlib
+
+    audit_module = importlib.import_module("airflow_provider_coremodels.core.audit")  # not the function
+    calls = []
+    real = audit_module.inlet_only_readers
+    monkeypatch.setattr(audit_module, "inlet_only_readers", lambda sides: calls.append(1) or real(sides))
+    readers = [f"reader_{i:04d}" for i in range(500)]
+    document = served(
+        [*(dag(r) for r in readers), dag("report")],
+        [asset(ORDERS, scheduled_dags=["report"], consuming_tasks=readers)],
+    )
+    detail = codes(document)[("asset-unproduced", ORDERS)]
+    assert detail is not None and detail.endswith(", ".join(readers))
+    assert len(calls) <= 3  # asset-unproduced, paused-producer and the freshness rules, at most once each
 
 
 # -- what a line's API cannot show ---------------------------------------------------------------

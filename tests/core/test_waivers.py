@@ -346,3 +346,60 @@ def test_the_first_matching_waiver_in_file_order_wins_exact_or_glob() -> None:
     assert apply_waivers([finding], [other, glob, exact], today)[0].waived.reason == "glob"
     assert apply_waivers([finding], [other, exact, glob], today)[0].waived.reason == "exact"
     assert apply_waivers([finding], [other], today)[0].waived is None
+
+
+def test_a_finding_tries_only_the_globs_whose_literal_it_begins_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Globs are indexed by the text before their first wildcard: with one glob per family of DAGs
+    (a waiver file that grows with the estate), each finding tries the globs of its own family, not
+    every glob of its code, so the work is the findings', not the findings times the globs."""
+    from airflow_provider_coremodels.core import waivers as module
+    from airflow_provider_coremodels.core.findings import Finding, Severity
+    from airflow_provider_coremodels.core.waivers import apply_waivers
+
+    tried = []
+    real = module.fnmatchcase
+
+    def counting(name: str, pattern: str) -> bool:
+        tried.append(pattern)
+        return real(name, pattern)
+
+    monkeypatch.setattr(module, "fnmatchcase", counting)
+    families, per_family = 300, 5
+    globs = [Waiver("dag-no-owner", f"team_{i:04d}_*", "family") for i in range(families)]
+    globs.append(Waiver("dag-no-owner", "*_legacy", "a suffix glob every finding tries"))
+    found = [
+        Finding("Conformance", Severity.WARNING, "dag-no-owner", f"team_{i:04d}_dag_{j}", "m")
+        for i in range(families)
+        for j in range(per_family)
+    ]
+    out = apply_waivers(found, globs, TODAY)
+    assert all(f.waived is not None and f.waived.reason == "family" for f in out)
+    assert len(tried) <= 2 * len(found)  # the suffix glob, and its own family's, which matches
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_glob_index_picks_the_waiver_a_scan_of_the_file_picks(seed: int) -> None:
+    """The index by literal prefix changes no answer: for random waiver files of exact subjects and
+    globs (wildcards anywhere, sets, a lone ``[``), each finding gets the first waiver of the file
+    that matches it, or none."""
+    import random
+
+    from airflow_provider_coremodels.core.findings import Finding, Severity
+    from airflow_provider_coremodels.core.waivers import apply_waivers
+
+    rng = random.Random(seed)
+    alphabet = "ab_["
+
+    def text(low: int) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randint(low, 5)))
+
+    def subject_glob() -> str:
+        parts = [text(0) for _ in range(rng.randint(1, 3))]
+        return "".join(p + rng.choice(("*", "?", "[ab]", "", "[")) for p in parts)
+
+    codes = ("dag-no-owner", "dag-no-description")
+    file = [Waiver(rng.choice(codes), subject_glob() or "a", f"w{i}") for i in range(40)]
+    found = [Finding("Conformance", Severity.WARNING, rng.choice(codes), text(1), "m") for _ in range(200)]
+    for finding, got in zip(found, apply_waivers(found, file, TODAY), strict=True):
+        first = next((w for w in file if w.matches(finding)), None)
+        assert (got.waived.reason if got.waived else None) == (first.reason if first else None), finding
