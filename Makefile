@@ -32,10 +32,11 @@ demo: install
 test: install lint browser
 	$(PY) -m pytest
 
-# The edit-test loop: every test that needs no real Airflow API server and no browser (a few
-# minutes on 2 cores; `make test` runs them all). Markers: tests/conftest.py.
+# The edit-test loop: every test that needs no server (a real Airflow API server, a local one a
+# test scripts, an MCP server) and no browser: about two minutes on 2 cores; `make test` runs
+# them all. The markers: tests/conftest.py and the modules' pytestmark.
 test-fast: install
-	$(PY) -m pytest -q -m "not airflow_server and not browser"
+	$(PY) -m pytest -q -m "not airflow_server and not browser and not slow"
 
 lint: install
 	$(PY) -m ruff check airflow_provider_coremodels tests example_dags benchmarks dev

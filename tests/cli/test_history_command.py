@@ -24,6 +24,8 @@ from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
 from airflow_provider_coremodels.sinks.layout import history_name, newest_first
 
+pytestmark = pytest.mark.slow  # a local S3 server (moto), and the command line in subprocesses
+
 OWNED = {"description": "d", "owners": ["team"], "is_paused": False}
 
 

@@ -15,6 +15,8 @@ from support.mcp_client import ask, call, call_error, server
 
 from airflow_provider_coremodels.cli.main import main
 
+pytestmark = pytest.mark.slow  # the MCP server in subprocesses, over stdio
+
 TOOLS = {
     "snapshot_facts",
     "list_findings",

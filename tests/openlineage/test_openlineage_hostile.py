@@ -25,6 +25,8 @@ from support.measured import START_UP_ALLOWANCE, Measured, run_measured
 from support.openlineage_kit import API_KEY
 from support.replay_server import AirflowV1ReplayServer
 
+pytestmark = pytest.mark.slow  # lying receivers on local servers, each run waited out to its deadline
+
 BUDGET = 5.0
 #: The client's own read timeout (its ``timeout``, default 5 s), which the transport keeps.
 CLIENT_TIMEOUT = 5.0

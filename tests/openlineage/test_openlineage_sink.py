@@ -18,6 +18,8 @@ from support.helpers import EXAMPLE_ESTATE, FIXTURES
 from support.openlineage_kit import API_KEY, Receiver, cli, http_transport
 from support.replay_server import AirflowV1ReplayServer
 
+pytestmark = pytest.mark.slow  # local receivers, and the command line in subprocesses
+
 EXTRA = "pip install 'airflow-provider-coremodels[openlineage]'"
 
 

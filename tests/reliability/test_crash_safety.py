@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from support import sink_writer
 
 from airflow_provider_coremodels.atomic import write_atomic
@@ -38,6 +39,8 @@ from airflow_provider_coremodels.core import load_document
 from airflow_provider_coremodels.core.document import encode
 from airflow_provider_coremodels.sinks import FileSink
 from airflow_provider_coremodels.sinks.layout import history_name
+
+pytestmark = pytest.mark.slow  # exports killed at random moments, in subprocesses
 
 WRITER = Path(sink_writer.__file__)
 SEED = 20261129

@@ -22,6 +22,8 @@ from support.hostile_api import TOKEN, HostileApi, gzip_bomb
 from support.local_http import ScriptedServer, json_reply
 from support.measured import START_UP_ALLOWANCE, run_measured
 
+pytestmark = pytest.mark.slow  # lying API servers on 127.0.0.1, each capture waited out to its deadline
+
 PASSWORD = "hostile-Canary-pa55word"
 BUDGET, TIMEOUT = 5.0, 2.0
 RSS_CEILING_MB = 300
