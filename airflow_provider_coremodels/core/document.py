@@ -7,6 +7,7 @@ hashes the governed content only, so an unchanged estate always hashes the same.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import hashlib
 import json
@@ -355,8 +356,10 @@ def decode_stored(data: bytes | str) -> dict[str, Any]:
 
 
 #: A ``\\uD800``-``\\uDFFF`` escape: the only way a lone surrogate gets into text decoded as strict
-#: UTF-8. Its absence (the common case) spares the walk over every value.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+#: UTF-8. Its absence (the common case) spares the walk over every value. A backslash that is
+#: itself escaped (``\\\\ud800``, the text ``\\ud800``) starts no escape: the ``u`` must follow an
+#: odd run of backslashes.
+_SURROGATE_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -541,15 +544,43 @@ class _StoredDocument(msgspec.Struct, rename="camel"):
 
 
 _DECODER = msgspec.json.Decoder(_StoredDocument)
+#: How much of a document one step of the UTF-8 check decodes: its memory, whatever the document's size.
+_UTF8_CHUNK = 1 << 20
+
+
+def _is_utf8(data: bytes | bytearray) -> bool:
+    """Whether ``data`` is strict UTF-8 (surrogates refused, as Python's codec refuses them)."""
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    view = memoryview(data)
+    try:
+        for start in range(0, len(view), _UTF8_CHUNK):
+            decoder.decode(view[start : start + _UTF8_CHUNK])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 _BY_NAME = operator.attrgetter("name")
 
 
 def _read_typed(data: bytes | str) -> StoredSnapshot | None:
     """The document through ``_StoredDocument``, or None where that pass refuses it (anything but a
-    well-formed version 2 document): the checked reader then reads it, or says what is wrong."""
+    well-formed version 2 document) or cannot judge it: the checked reader then reads it, or says
+    what is wrong.
+
+    msgspec checks neither the UTF-8 nor the escapes of the values a struct skips (and before 0.23,
+    Airflow 3.0's, not all of those it decodes), so a document that is not UTF-8, or that escapes a
+    surrogate (``\\ud800``, a lone one or half of a pair), goes to the checked reader, which holds
+    every reader to one rule. Both checks are scans in C, without a copy of the document.
+    """
+    if isinstance(data, (bytes, bytearray)) and not data.isascii() and not _is_utf8(data):
+        return None
+    if _may_hold_surrogates(data):
+        return None
     try:
         doc = _DECODER.decode(data)
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError, UnicodeError):
         return None
     raw = doc.state
     state = State(
