@@ -80,7 +80,8 @@ def floor_paused(paths: list[Path]) -> list[Any]:
 def pipeline(paths: list[Path]) -> bytes:
     """What ``merge D1 ... D50 --format json`` runs (``federation.merge_and_push``, no sinks), and
     the document encoded, as the command then writes it."""
-    sources = [Source(str(path), path.parent.name) for path in paths]  # merge d00=PATH ...: the caller names each deployment
+    # merge d00=PATH ...: the caller names each deployment
+    sources = [Source(str(path), path.parent.name) for path in paths]
     result = merge_and_push(sources, [], max_snapshot_bytes=1 << 40)
     return encode(result.document)
 
