@@ -29,14 +29,20 @@ browser:
 demo: install
 	$(PY) dev/demo.py
 
+# The suite on TEST_WORKERS pytest-xdist workers, a module's tests on one worker (--dist loadfile:
+# its servers start once). Most of a run waits on real servers and subprocesses, so two workers
+# on 2 cores take about 9 minutes where one takes 15; TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
+
 test: install lint browser
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
 
 # The edit-test loop: every test that needs no server (a real Airflow API server, a local one a
 # test scripts, an MCP server) and no browser: about two minutes on 2 cores; `make test` runs
 # them all. The markers: tests/conftest.py and the modules' pytestmark.
 test-fast: install
-	$(PY) -m pytest -q -m "not airflow_server and not browser and not slow"
+	$(PY) -m pytest -q $(PYTEST_WORKERS) -m "not airflow_server and not browser and not slow"
 
 lint: install
 	$(PY) -m ruff check airflow_provider_coremodels tests example_dags benchmarks dev
@@ -55,15 +61,15 @@ OLDEST_TESTS := tests/operators tests/cli tests/core tests/test_provider.py test
 $(VENV_OLDEST)/.installed: pyproject.toml constraints-oldest.txt
 	$(PYTHON) -m venv $(VENV_OLDEST)
 	$(PY_OLDEST) -m pip install --quiet --upgrade pip
-	$(PY_OLDEST) -m pip install --quiet -e . pytest pytest-mock hypothesis statsd aiosmtpd -c constraints-oldest.txt
+	$(PY_OLDEST) -m pip install --quiet -e . pytest pytest-mock pytest-xdist hypothesis statsd aiosmtpd -c constraints-oldest.txt
 	touch $@
 
 test-oldest: $(VENV_OLDEST)/.installed
-	$(PY_OLDEST) -m pytest $(OLDEST_TESTS)
+	$(PY_OLDEST) -m pytest $(PYTEST_WORKERS) $(OLDEST_TESTS)
 
 # The benchmarks at size S, once: keeps the scripts working (CI runs it); figures need the full sizes.
-# bench_polite starts a real api-server (about 20 s of it); bench_vs_client is left out: it installs
-# apache-airflow-client from PyPI into a virtualenv of its own (benchmarks/README.md).
+# bench_polite and bench_vs_client each start a real api-server (about 20 s each); bench_vs_client
+# also installs apache-airflow-client from PyPI into a virtualenv of its own (benchmarks/README.md).
 bench-smoke: install
 	$(PY) benchmarks/bench_offline.py --sizes S --repeat 1 --no-memory
 	$(PY) benchmarks/bench_capture.py --size S --concurrency 16 --repeat 1
