@@ -10,14 +10,18 @@ of any yet), and ``first`` says so.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
 from airflow_provider_coremodels.core.render import finding_line
 from airflow_provider_coremodels.core.rules import severity_rank
+
+#: A finding's identity across snapshots: (code, subject).
+FindingKey = tuple[str, str]
+F = TypeVar("F")
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,34 @@ def finding_changes(
     if previous is None:
         return FindingChanges(tuple(now), tuple(now), (), first=True, by_severity=_counts(now))
     before = [dict(f) for f in previous if not f.get("waived")]
-    was_open = {_key(f) for f in before}
-    is_open = {_key(f) for f in now}
-    new = tuple(f for f in now if _key(f) not in was_open)
-    resolved = tuple(f for f in before if _key(f) not in is_open)
-    return FindingChanges(tuple(now), new, resolved, by_severity=_counts(now))
+    new, resolved = opened_and_closed(before, now, _key)
+    return FindingChanges(tuple(now), tuple(new), tuple(resolved), by_severity=_counts(now))
+
+
+def finding_key(code: object, subject: object) -> FindingKey:
+    """What a finding is known by, from one snapshot to the next: its code and subject, as waivers
+    know it. A new message or detail for the same code and subject is the same finding."""
+    return str(code), str(subject)
+
+
+def opened_and_closed(
+    then: Iterable[F], now: Iterable[F], key: Callable[[F], FindingKey]
+) -> tuple[list[F], list[F]]:
+    """The findings of ``now`` whose key ``then`` lacks, and those of ``then`` that ``now`` lacks,
+    each once per key (its first), in the order given. What alerts call new and resolved, and
+    ``compare`` opened and closed: one rule for both."""
+    then_by, now_by = keyed(then, key), keyed(now, key)
+    opened = [finding for k, finding in now_by.items() if k not in then_by]
+    closed = [finding for k, finding in then_by.items() if k not in now_by]
+    return opened, closed
+
+
+def keyed(findings: Iterable[F], key: Callable[[F], FindingKey]) -> dict[FindingKey, F]:
+    """The findings by their key, the first of each kept."""
+    out: dict[FindingKey, F] = {}
+    for finding in findings:
+        out.setdefault(key(finding), finding)
+    return out
 
 
 def by_severity(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -65,8 +92,8 @@ def by_severity(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(findings, key=lambda f: -severity_rank(str(f.get("severity"))))
 
 
-def _key(finding: Mapping[str, Any]) -> tuple[str, str]:
-    return str(finding.get("code")), str(finding.get("subject"))
+def _key(finding: Mapping[str, Any]) -> FindingKey:
+    return finding_key(finding.get("code"), finding.get("subject"))
 
 
 def _counts(findings: list[dict[str, Any]]) -> dict[str, int]:

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from airflow_provider_coremodels.core.audit import _edge_detail, edge_subject
+from airflow_provider_coremodels.core.changes import FindingKey, finding_key, opened_and_closed
 from airflow_provider_coremodels.core.document import edge_json, load_document
 from airflow_provider_coremodels.core.markdown import _code, _text
 from airflow_provider_coremodels.core.model import DAG, Dataset, Edge, Estate, Materialization
@@ -259,23 +260,17 @@ def compare(old: Side, new: Side) -> Comparison:
 
 
 def _finding_changes(old: Side, new: Side) -> tuple[list[FindingChange], list[FindingChange]]:
-    def keyed(findings: Iterable[StoredFinding]) -> dict[tuple[str, str], StoredFinding]:
-        out: dict[tuple[str, str], StoredFinding] = {}
-        for finding in findings:
-            out.setdefault((finding.code, finding.subject), finding)
-        return out
+    """Opened and closed as alerts count new and resolved (``opened_and_closed``); a finding
+    present but waived on the other side was unwaived or waived rather than new or resolved."""
+    opened, closed = opened_and_closed(old.open, new.open, _key)
+    all_then, all_now = {_key(f) for f in old.findings}, {_key(f) for f in new.findings}
+    opened_how = [FindingChange(f, "unwaived" if _key(f) in all_then else "new") for f in opened]
+    closed_how = [FindingChange(f, "waived" if _key(f) in all_now else "resolved") for f in closed]
+    return _most_severe_first(opened_how), _most_severe_first(closed_how)
 
-    open_then, open_now = keyed(old.open), keyed(new.open)
-    all_then, all_now = keyed(old.findings), keyed(new.findings)
-    opened = [
-        FindingChange(open_now[key], "unwaived" if key in all_then else "new")
-        for key in open_now.keys() - open_then.keys()
-    ]
-    closed = [
-        FindingChange(open_then[key], "waived" if key in all_now else "resolved")
-        for key in open_then.keys() - open_now.keys()
-    ]
-    return _most_severe_first(opened), _most_severe_first(closed)
+
+def _key(finding: StoredFinding) -> FindingKey:
+    return finding_key(finding.code, finding.subject)
 
 
 def _most_severe_first(changes: list[FindingChange]) -> list[FindingChange]:

@@ -1,0 +1,77 @@
+"""What alerts call new and resolved (``core/changes.py``), and that ``compare`` counts the same."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from support.helpers import document_for
+
+from airflow_provider_coremodels.core.changes import finding_changes, opened_and_closed, stored_findings
+from airflow_provider_coremodels.core.compare import compare, read_side
+
+
+def finding(code: str, subject: str, severity: str = "warning", **extra: Any) -> dict[str, Any]:
+    return {"section": "Conformance", "severity": severity, "code": code, "subject": subject,
+            "message": f"{code} {subject}", **extra}  # fmt: skip
+
+
+def keys(findings: Any) -> list[tuple[str, str]]:
+    return [(f["code"], f["subject"]) for f in findings]
+
+
+def test_without_a_previous_snapshot_every_open_finding_is_new() -> None:
+    now = [finding("dag-no-owner", "a"), finding("dag-no-owner", "b", waived={"reason": "r"})]
+    changes = finding_changes(now, None)
+    assert changes.first and keys(changes.new) == [("dag-no-owner", "a")] and changes.resolved == ()
+    assert changes.summary() == {"new": 1, "resolved": 0}
+
+
+def test_new_and_resolved_are_known_by_code_and_subject_not_by_wording() -> None:
+    before = [finding("dag-no-owner", "a"), finding("dag-no-description", "a")]
+    now = [
+        finding("dag-no-owner", "a", detail="reworded"),  # the same finding, still open
+        finding("dag-no-owner", "b", severity="error"),
+    ]
+    changes = finding_changes(now, before)
+    assert keys(changes.new) == [("dag-no-owner", "b")]
+    assert keys(changes.resolved) == [("dag-no-description", "a")]
+    assert changes.by_severity == {"error": 1, "warning": 1}
+    assert changes.text("prod").splitlines() == [
+        "1 CoreModels finding in prod new since the last export:",
+        "- error dag-no-owner b: dag-no-owner b",
+        "1 resolved since the last export:",
+        "- warning dag-no-description a: dag-no-description a",
+    ]
+
+
+def test_a_waived_finding_is_neither_open_nor_new_and_its_waiver_ending_makes_it_new() -> None:
+    before = [finding("dag-no-owner", "a", waived={"reason": "r"})]
+    now = [finding("dag-no-owner", "a")]
+    assert keys(finding_changes(now, before).new) == [("dag-no-owner", "a")]
+    assert keys(finding_changes(before, now).resolved) == [("dag-no-owner", "a")]
+
+
+def test_each_key_counts_once_in_the_order_given() -> None:
+    then = [{"k": 1}, {"k": 2}, {"k": 2}]
+    now = [{"k": 4}, {"k": 3}, {"k": 3}, {"k": 1}]
+    opened, closed = opened_and_closed(then, now, lambda f: ("code", str(f["k"])))
+    assert opened == [{"k": 4}, {"k": 3}] and closed == [{"k": 2}]
+
+
+def test_alerts_and_compare_count_the_same_changes_between_two_stored_documents() -> None:
+    dags = [{"dag_id": d, "is_paused": False, "owners": [], "description": None} for d in ("a", "b")]
+    old = document_for(dags, {"a": [], "b": []}, {"assets": []}, served=True)
+    new = copy.deepcopy(old)
+    new["findings"] = [f for f in new["findings"] if f["subject"] != "a"]
+    new["findings"].append(finding("dag-no-tags", "c"))
+    old_bytes, new_bytes = json.dumps(old).encode(), json.dumps(new).encode()
+
+    alerts = finding_changes(stored_findings(new_bytes) or [], stored_findings(old_bytes))
+    comparison = compare(read_side("old", "old", old_bytes), read_side("new", "new", new_bytes))
+    assert alerts.new and alerts.resolved  # the test compares something
+    assert sorted(keys(alerts.new)) == sorted((c.finding.code, c.finding.subject) for c in comparison.opened)
+    assert sorted(keys(alerts.resolved)) == sorted(
+        (c.finding.code, c.finding.subject) for c in comparison.closed
+    )
