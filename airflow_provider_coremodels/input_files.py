@@ -35,22 +35,33 @@ from airflow_provider_coremodels.errors import (
 
 T = TypeVar("T")
 
+#: The name a sink (a directory, object storage) keeps its newest document under: what a path
+#: to a sink's directory reads (``read_stored``), and what the sinks write (sinks/layout.py).
+LATEST = "latest.json"
+
 
 class Unreadable(Exception):
     """A file that cannot be read, or is not one this reader accepts; the message says why."""
 
 
-def read_bounded(path: str, max_bytes: int, *, limit_name: str | None = None) -> bytes:
+def read_bounded(
+    path: str, max_bytes: int, *, limit_name: str | None = None, follow_links: bool = True
+) -> bytes:
     """The bytes of the regular file ``path``; ``Unreadable`` when it is not one or exceeds ``max_bytes``.
 
     The size is checked twice: on ``stat``, to refuse a large file before a byte of it is read,
     and on the bytes read, since a file may grow (or lie about its size) while it is read.
-    ``limit_name`` names the option that sets the limit, for the message.
+    ``limit_name`` names the option that sets the limit, for the message. ``follow_links=False``
+    refuses a ``path`` that is itself a symbolic link (as the file sink, which wrote it, does).
     """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # O_NONBLOCK: a FIFO must
+    if not follow_links:  # not wait for a writer; it is refused just below
+        flags |= os.O_NOFOLLOW
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except OSError as exc:
+        if not follow_links and os.path.islink(path):
+            raise Unreadable("is a symbolic link, which is not followed") from None
         raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
@@ -110,25 +121,20 @@ def read_rules(path: str) -> Policy:
 def read_stored(path: str) -> bytes:
     """A stored snapshot document's bytes: the file itself, or the ``latest.json`` of the file
     sink's directory ``path`` names, each within the one bound; anything that cannot be read is a
-    ``SnapshotDocumentError`` naming the path (exit 2)."""
-    from airflow_provider_coremodels.errors import SinkError
-    from airflow_provider_coremodels.sinks.directory import FileSink
-
+    ``SnapshotDocumentError`` naming the path (exit 2). A ``latest.json`` that is a symbolic link
+    is refused, as the file sink refuses to write through one."""
     path = os.path.expanduser(path)
-    if not os.path.isdir(path):
-        try:
-            return read_bounded(path, defaults.MAX_DOCUMENT_BYTES)
-        except Unreadable as exc:
-            raise SnapshotDocumentError(str(exc), path) from None
+    latest = os.path.join(path, LATEST) if os.path.isdir(path) else None
     try:
-        data = FileSink(path).read_baseline()
-    except SinkError as exc:
-        raise SnapshotDocumentError(f"cannot be read: {exc}", path) from None
-    if data is None:
-        raise SnapshotDocumentError(
-            "is a directory without a latest.json: no snapshot has been stored there yet", path
-        )
-    return data
+        return read_bounded(latest or path, defaults.MAX_DOCUMENT_BYTES, follow_links=latest is None)
+    except Unreadable as exc:
+        if latest is None:
+            raise SnapshotDocumentError(str(exc), path) from None
+        if not os.path.lexists(latest):
+            raise SnapshotDocumentError(
+                f"is a directory without a {LATEST}: no snapshot has been stored there yet", path
+            ) from None
+        raise SnapshotDocumentError(f"cannot be read: {LATEST} {exc}", path) from None
 
 
 def read_snapshot(path: str) -> StoredSnapshot:

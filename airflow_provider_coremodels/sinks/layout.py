@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 
 from airflow_provider_coremodels.core.document import Document, stored_version
+from airflow_provider_coremodels.input_files import LATEST as LATEST  # the reader names it too
 
-LATEST = "latest.json"
 HISTORY = "history"
 
 #: A history entry's name: ``capturedAt`` without ``-`` and ``:`` (not every store takes colons).

@@ -11,6 +11,7 @@ command runs as a user runs it, ``python -m airflow_provider_coremodels`` in a s
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,22 @@ def test_a_directory_without_a_document_is_a_plain_message(tmp_path: Path, comma
         assert "deployment a: no snapshot stored at" in line
     else:
         assert "is a directory without a latest.json" in line
+
+
+@pytest.mark.parametrize("target", ["a document elsewhere", "a FIFO"])
+def test_a_symlinked_latest_json_is_refused_as_the_sink_refuses_it(tmp_path: Path, target: str) -> None:
+    """The file sink never writes through a symlinked latest.json; reading one named by its
+    directory would read whatever it points at (a FIFO: wait for ever), so it is refused."""
+    elsewhere = tmp_path / "elsewhere.json"
+    if target == "a FIFO":
+        os.mkfifo(elsewhere)
+    else:
+        elsewhere.write_text(json.dumps(document()))
+    sink = tmp_path / "sink"
+    sink.mkdir()
+    (sink / "latest.json").symlink_to(elsewhere)
+    line = refused(cli(tmp_path, "audit", "--snapshot", str(sink)))
+    assert f"{sink}" in line and "latest.json is a symbolic link, which is not followed" in line
+    # the document itself, named as a file, is read as it is (whoever names it chooses it)
+    if target != "a FIFO":
+        assert cli(tmp_path, "audit", "--snapshot", str(sink / "latest.json")).code == 0
