@@ -595,6 +595,10 @@ def _read_typed(data: bytes | str) -> StoredSnapshot | None:
         return StoredSnapshot(doc.fingerprint, state, None)
     if any(edge.dependent_kind == edge.depends_on_kind for edge in doc.lineage):
         return None  # the checked reader names the edge
+    if not all(field.approximate for d in doc.datasets for field in d.fields):
+        # ``approximate`` is a constant (contract: always true), which the checked reader does not
+        # read; the typed struct would keep a false one (msgspec before 0.22 has no Literal[True])
+        return None
     datasets = [
         Dataset(
             identity=d.identity,

@@ -699,3 +699,17 @@ def test_a_mutated_stored_document_reads_the_same_through_either_reader(data: st
         return
     event("typed pass refused" if typed is None else "both read it")
     assert typed is None or typed == checked
+
+
+def test_a_field_stored_as_not_approximate_reads_as_the_contract_says_through_either_reader() -> None:
+    """``approximate`` is always true (CONTRACT.md): a document that says false (edited by
+    hand, or by another writer) reads as true through both readers. Found by the test above."""
+    document = json.loads(STORED_DOCUMENT)
+    [dataset] = [d for d in document["datasets"] if d["fields"]][:1]
+    dataset["fields"][0]["approximate"] = False
+    blob = json.dumps(document).encode()
+    assert _read_typed(blob) is None  # the typed pass leaves it to the checked reader
+    stored = _read_checked(blob)
+    assert stored.estate is not None
+    assert all(f.approximate for d in stored.estate.datasets for f in d.fields)
+    assert _read_typed(STORED_DOCUMENT) == _read_checked(STORED_DOCUMENT)  # the untouched document
