@@ -125,12 +125,14 @@ def test_the_connection_forms_reach_a_real_api_servers_hook_meta(airflow_server)
         "ca_bundle",
         "concurrency",
         "pacing",
+        "pacing_share",
         "timeout",
         "connect_timeout",
         "token",
     }
     assert api["extra_fields"]["concurrency"]["value"] == 8
     assert api["extra_fields"]["pacing"]["value"] == "adaptive"
+    assert api["extra_fields"]["pacing_share"]["value"] == 0.5
     assert api["extra_fields"]["token"]["schema"]["format"] == "password"  # masked in the form
     assert coremodels["hook_name"] == "CoreModels"
     assert [name for name, field in coremodels["standard_fields"].items() if field and field["hidden"]] == [

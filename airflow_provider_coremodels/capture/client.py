@@ -43,7 +43,8 @@ class ApiSource:
     ``username``/``password``: a JWT from ``POST /auth/token`` on Airflow 3, basic auth on
     Airflow 2. ``token``: a static bearer token. ``verify``: TLS verification (True), off
     (False), or the path of a CA bundle. ``concurrency``: the most requests in flight;
-    ``pacing``: ``adaptive`` (fewer while the server slows down, ``capture/pacing.py``) or ``fixed``.
+    ``pacing``: ``adaptive`` (fewer while the server slows down, ``capture/pacing.py``) or ``fixed``;
+    ``pacing_share``: how much of each slot's time an adaptive capture's requests may take (1: no rest).
     """
 
     base_url: str
@@ -55,6 +56,7 @@ class ApiSource:
     read_timeout: float = defaults.READ_TIMEOUT
     concurrency: int = defaults.CONCURRENCY
     pacing: str = defaults.PACING  # "adaptive": the window follows the server, up to concurrency
+    pacing_share: float = defaults.PACING_SHARE
 
     def __post_init__(self) -> None:
         base_url, username, password = strip_userinfo(self.base_url)
@@ -66,6 +68,8 @@ class ApiSource:
             raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
         if self.pacing not in PACINGS:
             raise ValueError(f"pacing must be one of {', '.join(PACINGS)}, got {self.pacing!r}")
+        if not 0 < self.pacing_share <= 1:  # also refuses NaN
+            raise ValueError(f"pacing_share must be over 0 and at most 1, got {self.pacing_share}")
         SECRETS.add(self.password, self.token)
 
 
@@ -98,7 +102,9 @@ class AirflowApiClient:
         self._cancelled = threading.Event()
         self._bearer: str | None = source.token
         #: the window of requests in flight, one per client (so per capture)
-        self.pacer = Pacer(source.concurrency, adaptive=source.pacing == "adaptive")
+        self.pacer = Pacer(
+            source.concurrency, adaptive=source.pacing == "adaptive", share=source.pacing_share
+        )
         # Proxies and a CA bundle from the environment are resolved once: with trust_env requests
         # re-reads the whole environment on every request, a third of a large capture's CPU.
         self._transport = Transport(pool_size=source.concurrency, verify=source.verify, url=source.base_url)

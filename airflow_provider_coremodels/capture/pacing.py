@@ -10,12 +10,21 @@ tolerance. A 429 or 503 (and any other overload status, or a read timeout) halve
 ``Retry-After`` holds every new request, not only the one refused, until it has passed. The
 configured concurrency is the ceiling; ``pacing="fixed"`` keeps the window there, as before.
 
+The window says how many requests may be *at the server* at once; ``share`` says how much of
+each slot's time they may take there. An adaptive capture's slot rests after each answer for as
+long again as the answer took (``share`` 0.5): a request alone at a one-worker server otherwise
+keeps it busy from one answer to the next, and every other client (a worker's heartbeat) then
+waits behind it. The rest costs a capture at most twice its time at a window of one, and less
+where the server has room (the window grows instead, up to the concurrency); ``pacing_share=1``
+and ``pacing="fixed"`` never rest.
+
 ``Window`` is the controller alone (no clock, no threads: tests feed it latencies); ``Pacer``
-is the gate the client's threads pass through, one slot per request in flight.
+is the gate the client's threads pass through, one slot per request in flight or resting.
 """
 
 from __future__ import annotations
 
+import heapq
 import statistics
 import threading
 import time
@@ -34,6 +43,9 @@ GROUP = 5
 ROUND = 4
 #: What is adaptive and what is not (the CLI's ``--pacing``, the connection's ``pacing`` extra).
 PACINGS = ("adaptive", "fixed")
+#: The longest rest a slot takes after one answer, whatever the answer took: a rest follows the
+#: server's ordinary pace, and a minute-long answer says the server is stuck (the window shrinks).
+MAX_REST = 2.0
 
 
 class Window:
@@ -115,35 +127,57 @@ class Window:
 
 
 class Pacer:
-    """The gate the client's threads pass through: at most ``window.size`` requests in flight, and
-    none started while a ``Retry-After`` holds. Thread-safe; ``peak`` is the most ever in flight."""
+    """The gate the client's threads pass through: at most ``window.size`` slots taken, a slot
+    taken from a request's start until its rest after the answer ends, and no request started
+    while a ``Retry-After`` holds. Thread-safe; ``peak`` is the most requests ever in flight.
+
+    ``share``: how much of a slot's time its requests may take, 1 = no rest (``fixed`` pacing
+    always); after an answer of ``t`` seconds its slot rests ``t * (1 - share) / share``, at most
+    ``MAX_REST``."""
 
     def __init__(
-        self, maximum: int, *, adaptive: bool = True, tolerance: float = defaults.PACING_TOLERANCE
+        self,
+        maximum: int,
+        *,
+        adaptive: bool = True,
+        tolerance: float = defaults.PACING_TOLERANCE,
+        share: float = defaults.PACING_SHARE,
     ) -> None:
+        if not 0 < share <= 1:
+            raise ValueError(f"the share of a slot's time must be in (0, 1], got {share}")
         self.window = Window(maximum, adaptive=adaptive, tolerance=tolerance)
+        self.share = share if adaptive else 1.0
         self.in_flight = 0
         self.peak = 0
+        self.rested = 0.0  # seconds of rest taken in all (slots times seconds)
         self.held_until = 0.0  # time.monotonic() before which no request starts (a Retry-After)
+        self._resting: list[float] = []  # heap: when each resting slot is free again
         self._changed = threading.Condition()
 
     def enter(self, kind: str, until: float) -> Slot:
-        """Wait for room in the window (and for any Retry-After to pass), at most until the
+        """Wait for a free slot in the window (and for any Retry-After to pass), at most until the
         monotonic time ``until`` (the run's deadline: the caller then finds its budget spent)."""
         with self._changed:
             while True:
                 now = time.monotonic()
+                while self._resting and self._resting[0] <= now:
+                    heapq.heappop(self._resting)
                 held = self.held_until - now
-                if (held <= 0 and self.in_flight < self.window.size) or now >= until:
+                if (held <= 0 and self.in_flight + len(self._resting) < self.window.size) or now >= until:
                     break
-                wait = held if held > 0 else until - now
+                if held > 0:
+                    wait = held
+                elif self._resting and self.in_flight + len(self._resting) - 1 < self.window.size:
+                    wait = self._resting[0] - now  # the next rest to end frees the slot needed
+                else:
+                    wait = until - now
                 self._changed.wait(min(wait, until - now, 0.5))
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
             return Slot(kind, self.window.epoch, time.monotonic())
 
     def leave(self, slot: Slot) -> None:
-        """The request is over: what its answer told moves the window, and frees its slot."""
+        """The request is over: what its answer told moves the window, and its slot rests."""
         with self._changed:
             self.in_flight -= 1
             if slot.overloaded:
@@ -152,9 +186,15 @@ class Pacer:
                     self.held_until = max(self.held_until, time.monotonic() + slot.retry_after)
             elif slot.seconds is not None:
                 self.window.answered(slot.kind, slot.seconds, slot.epoch)
-            # wake as many waiting threads as there is room for, not all of them: sixteen threads
-            # woken per answer to find one slot cost a capture a third more client CPU
-            self._changed.notify(max(0, self.window.size - self.in_flight))
+                if self.share < 1:
+                    rest = min(MAX_REST, slot.seconds * (1 - self.share) / self.share)
+                    heapq.heappush(self._resting, time.monotonic() + rest)
+                    self.rested += rest
+            # wake as many waiting threads as there is room for, not all of them (sixteen threads
+            # woken per answer to find one slot cost a capture a third more client CPU), and one
+            # when the slot went to rest, to wait for the rest's end rather than for a next answer
+            room = self.window.size - self.in_flight - len(self._resting)
+            self._changed.notify(max(room, 1 if self._resting else 0))
 
 
 def kind_of(path: str) -> str:

@@ -317,6 +317,13 @@ def _concurrency(value: str) -> int:
     return number
 
 
+def _share(value: str) -> float:
+    number = float(value)
+    if not 0 < number <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share over 0 and at most 1, got {value}")
+    return number
+
+
 def _seconds(value: str) -> float:
     number = float(value)
     if not number > 0:
@@ -357,8 +364,19 @@ SOURCE = (
         {
             "choices": ("adaptive", "fixed"),
             "help": "adaptive: fewer requests in flight while the server's answers slow down, up to "
-            "--concurrency; fixed: always --concurrency (default: the connection's, else "
-            f"{defaults.PACING})",
+            "--concurrency, each resting after its answer for as long as it took, so the server "
+            "keeps room for its workers; fixed: always --concurrency, no rest (default: the "
+            f"connection's, else {defaults.PACING})",
+        },
+    ),
+    ArgSpec(
+        ("--pacing-share",),
+        {
+            "type": _share,
+            "metavar": "S",
+            "help": "adaptive pacing: how much of each slot's time its requests may take at the "
+            "server; after an answer the slot rests for the rest; 1: no rest (default: the "
+            f"connection's pacing_share, else {defaults.PACING_SHARE})",
         },
     ),
     ArgSpec(

@@ -412,6 +412,8 @@ def api_source(args: argparse.Namespace) -> ApiSource:
         overrides["concurrency"] = args.concurrency
     if args.pacing:
         overrides["pacing"] = args.pacing
+    if args.pacing_share:
+        overrides["pacing_share"] = args.pacing_share
     if args.timeout:
         overrides["read_timeout"] = args.timeout
     return dataclasses.replace(source, **overrides) if overrides else source

@@ -57,6 +57,7 @@ class AirflowApiHook(BaseHook):
                 verify=tls_verify(extra, self.airflow_api_conn_id),
                 concurrency=int(extra.get("concurrency", defaults.CONCURRENCY)),
                 pacing=str(extra.get("pacing") or defaults.PACING),
+                pacing_share=float(extra.get("pacing_share", defaults.PACING_SHARE)),
                 read_timeout=float(extra.get("timeout", defaults.READ_TIMEOUT)),
                 connect_timeout=float(extra.get("connect_timeout", defaults.CONNECT_TIMEOUT)),
             )

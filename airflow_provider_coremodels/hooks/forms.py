@@ -46,10 +46,20 @@ FORMS: dict[str, dict[str, Any]] = {
             "pacing": _field(
                 "Pacing",
                 "string",
-                "adaptive: fewer requests in flight while the server slows down; fixed: always the "
-                "concurrency.",
+                "adaptive: fewer requests in flight while the server slows down, each slot resting "
+                "after its answer, so the server keeps room for its workers; fixed: always the "
+                "concurrency, no rest.",
                 defaults.PACING,
                 enum=["adaptive", "fixed"],
+            ),
+            "pacing_share": _field(
+                "Pacing share",
+                "number",
+                "adaptive: how much of each slot's time its requests may take at the server (over 0, "
+                "at most 1); after an answer the slot rests for the rest. 1: no rest.",
+                defaults.PACING_SHARE,
+                exclusiveMinimum=0,
+                maximum=1,
             ),
             "timeout": _field(
                 "Read timeout (s)",

@@ -25,7 +25,15 @@ from support.local_http import (
 )
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
-from airflow_provider_coremodels.capture.pacing import DECREASE, GROUP, START, Pacer, Window, kind_of
+from airflow_provider_coremodels.capture.pacing import (
+    DECREASE,
+    GROUP,
+    MAX_REST,
+    START,
+    Pacer,
+    Window,
+    kind_of,
+)
 from airflow_provider_coremodels.cli.commands import api_source
 from airflow_provider_coremodels.transport import Slot
 
@@ -79,10 +87,12 @@ def test_a_server_that_queues_every_request_keeps_the_window_small() -> None:
 
 
 def test_slower_answers_within_the_tolerance_hold_the_window() -> None:
-    """A round 1.4 times as slow as the baseline (under the 1.5 default) neither grows nor shrinks it."""
+    """A round 1.2 times as slow as the baseline (under the 1.25 default, over half its margin)
+    neither grows nor shrinks it."""
     window = Window(16)
+    assert window.tolerance == 0.25
     grow_to(window, 8)
-    feed(window, TASKS, 0.014, 100)
+    feed(window, TASKS, 0.012, 100)
     assert window.size == 8
     assert window.decreases == 0
 
@@ -205,6 +215,62 @@ def test_a_slot_is_given_at_the_deadline_whatever_holds_the_gate() -> None:
     assert pacer.in_flight == 2
     for slot in (first, second):
         pacer.leave(slot)
+
+
+def answered(pacer: Pacer, seconds: float) -> float:
+    """One request through ``pacer`` whose answer took ``seconds``; when it left the gate."""
+    slot = pacer.enter(TASKS, time.monotonic() + 30)
+    slot.seconds = seconds
+    pacer.leave(slot)
+    return time.monotonic()
+
+
+def test_after_an_answer_its_slot_rests_as_long_again_before_the_next_request() -> None:
+    """Share 0.5 (the default): a slot that was at the server for 0.2 s rests 0.2 s, so a capture
+    alone at a one-worker server leaves it idle half the time for its other clients."""
+    pacer = Pacer(1)
+    assert pacer.share == 0.5
+    left = answered(pacer, 0.2)
+    [rest_ends] = pacer._resting
+    assert rest_ends > left  # the rest outlasts the request's leaving
+    slot = pacer.enter(TASKS, time.monotonic() + 30)  # the only slot rests: this waits it out
+    assert slot.sent >= rest_ends and pacer._resting == []
+    assert pacer.rested == pytest.approx(0.2)
+    pacer.leave(slot)
+
+
+def test_a_smaller_share_rests_longer_and_a_rest_is_bounded() -> None:
+    third = Pacer(4, share=0.25)
+    answered(third, 0.1)
+    assert third.rested == pytest.approx(0.3)
+    stuck = Pacer(4)
+    answered(stuck, 600.0)  # a stuck answer: the window shrinks, the slot rests no longer than
+    assert stuck.rested == MAX_REST
+
+
+def test_resting_slots_count_against_the_window_and_busy_ones_do_not_rest_the_others() -> None:
+    pacer = Pacer(4)
+    pacer.window.size = 2
+    answered(pacer, 30.0)  # one slot rests (MAX_REST)
+    first = pacer.enter(TASKS, time.monotonic() + 30)  # the other is free: no wait
+    assert first.sent < pacer._resting[0]  # given while the other slot rests
+    until = time.monotonic() + 0.05
+    second = pacer.enter(TASKS, until)  # one in flight, one resting: only the deadline lets it in
+    assert second.sent >= until
+    for slot in (first, second):
+        pacer.leave(slot)
+
+
+def test_fixed_pacing_and_a_whole_share_never_rest() -> None:
+    for pacer in (Pacer(4, adaptive=False), Pacer(4, share=1.0)):
+        answered(pacer, 0.5)
+        assert pacer.rested == 0 and pacer._resting == []
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.5])
+def test_a_share_outside_zero_to_one_is_refused(share: float) -> None:
+    with pytest.raises(ValueError, match="share"):
+        Pacer(4, share=share)
 
 
 # -- whole captures against real local servers ---------------------------------------------------
@@ -331,13 +397,21 @@ def test_the_pacing_option_reaches_the_source() -> None:
         ca_bundle=None,
         concurrency=4,
         pacing="fixed",
+        pacing_share=0.8,
         timeout=None,
     )
     source = api_source(args)
-    assert (source.concurrency, source.pacing) == (4, "fixed")
-    assert ApiSource("http://127.0.0.1:1").pacing == "adaptive"
+    assert (source.concurrency, source.pacing, source.pacing_share) == (4, "fixed", 0.8)
+    default = ApiSource("http://127.0.0.1:1")
+    assert (default.pacing, default.pacing_share) == ("adaptive", 0.5)
     with pytest.raises(ValueError, match="pacing must be one of adaptive, fixed"):
         ApiSource("http://127.0.0.1:1", pacing="eager")
+    for share in (0.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="pacing_share must be over 0 and at most 1"):
+            ApiSource("http://127.0.0.1:1", pacing_share=share)
+    client = AirflowApiClient(ApiSource("http://127.0.0.1:1", pacing_share=0.25))
+    assert client.pacer.share == 0.25
+    client.close()
 
 
 def test_a_slot_records_an_answer_or_a_refusal() -> None:

@@ -70,12 +70,13 @@ def test_hook_reads_a_connection_from_the_environment(monkeypatch) -> None:
         port=8080,
         login="exporter",
         password="pw",
-        extra={"concurrency": 16, "timeout": 30, "ca_bundle": "/etc/ca.pem"},
+        extra={"concurrency": 16, "timeout": 30, "ca_bundle": "/etc/ca.pem", "pacing_share": "0.75"},
     )
     source = AirflowApiHook("api").get_source()
     assert source.base_url == "http://airflow-api:8080"
     assert (source.username, source.password, source.token) == ("exporter", "pw", None)
     assert (source.concurrency, source.read_timeout, source.verify) == (16, 30.0, "/etc/ca.pem")
+    assert (source.pacing, source.pacing_share) == ("adaptive", 0.75)
 
 
 def test_hook_password_without_login_is_a_bearer_token(monkeypatch) -> None:
@@ -89,6 +90,7 @@ def test_hook_password_without_login_is_a_bearer_token(monkeypatch) -> None:
     [
         ({"verify": "maybe"}, "extra 'verify' must be true or false"),
         ({"concurrency": "lots"}, "is not usable"),
+        ({"pacing_share": 2}, "is not usable: pacing_share must be over 0 and at most 1, got 2"),
         ({"token": 5}, "extra 'token' must be a string"),
     ],
 )
