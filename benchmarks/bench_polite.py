@@ -28,7 +28,9 @@ on 2 cores.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
+import queue
 import statistics
 import sys
 import tempfile
@@ -58,6 +60,7 @@ from bench_vs_client import (  # noqa: E402
 from support.airflow_server import AirflowApiServer  # noqa: E402
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture  # noqa: E402
+from airflow_provider_coremodels.capture.pacing import Pacer  # noqa: E402
 
 GOAL_PROBE_P95 = 1.5  # probe p95 during the adaptive capture / idle p95
 GOAL_WALL = 1.25  # adaptive capture's wall time / the fixed capture's
@@ -101,6 +104,14 @@ class Probe:
         return [s.seconds for s in self.samples if any(a <= s.sent <= b for a, b in windows)]
 
 
+def probe_process(probe: Probe, stop: Any, out: Any) -> None:
+    """A probe in a process of its own, as a worker is: the capture's client work (decoding its
+    answers, holding this process's interpreter lock) must not count as the server's slowness.
+    ``time.monotonic`` is the system's monotonic clock, the same in every process."""
+    probe.run(stop)
+    out.put([(s.sent, s.seconds, s.ok) for s in probe.samples])
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -108,12 +119,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def run_capture(base_url: str, pacing: str, concurrency: int) -> dict[str, Any]:
-    """One capture; its figures, and the window its pacer moved in."""
+def run_capture(
+    base_url: str, pacing: str, concurrency: int, settings: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """One capture; its figures, and the window its pacer moved in. ``settings``: the adaptive
+    pacer's ``tolerance`` and ``share`` where they differ from the defaults (an experiment)."""
     wall0, cpu0 = time.monotonic(), time.process_time()
     client = AirflowApiClient(
         ApiSource(base_url, username=USERNAME, password=PASSWORD, concurrency=concurrency, pacing=pacing)
     )
+    if settings:
+        client.pacer = Pacer(concurrency, adaptive=True, **settings)
     try:
         result = capture(client)
     finally:
@@ -126,8 +142,9 @@ def run_capture(base_url: str, pacing: str, concurrency: int) -> dict[str, Any]:
         lines += [f"produces {asset['uri']} {ref['dag_id']}" for ref in asset.get("producing_tasks", [])]
         lines += [f"schedules {asset['uri']} {ref['dag_id']}" for ref in asset.get("scheduled_dags", [])]
     window = client.pacer.window
+    label = "adaptive" + "".join(f" {k}={v:g}" for k, v in (settings or {}).items())
     return {
-        "pacing": pacing if pacing == "adaptive" else f"fixed {concurrency}",
+        "pacing": label if pacing == "adaptive" else f"fixed {concurrency}",
         "started": wall0,
         "ended": wall1,
         "seconds": wall1 - wall0,
@@ -140,6 +157,7 @@ def run_capture(base_url: str, pacing: str, concurrency: int) -> dict[str, Any]:
         "final": window.size,
         "peak": client.pacer.peak,
         "decreases": window.decreases,
+        "rested": client.pacer.rested,
     }
 
 
@@ -152,6 +170,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--fixed", default="16,8", help="the fixed windows to compare with (default 16,8; '' for none)"
     )
+    parser.add_argument(
+        "--adaptive",
+        default="",
+        help="adaptive captures besides the default one, ';'-separated, each its pacer's settings "
+        "(e.g. 'share=1;share=0.5,tolerance=0.25'); default: none",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="rounds of every capture (default 3)")
     parser.add_argument("--idle", type=float, default=15.0, help="seconds of idle probing first (default 15)")
     parser.add_argument("--gap", type=float, default=5.0, help="idle seconds between captures (default 5)")
@@ -161,6 +185,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--command-timeout", type=float, default=3600.0)
     args = parser.parse_args(argv)
     args.fixeds = [int(c) for c in args.fixed.split(",") if c.strip()]
+    args.variants = [{}] + [
+        {k.strip(): float(v) for k, v in (pair.split("=") for pair in spec.split(","))}
+        for spec in args.adaptive.split(";")
+        if spec.strip()
+    ]
     return args
 
 
@@ -218,12 +247,17 @@ def measure(
             token=server.token(),
         ),
     ]
-    stop = threading.Event()
-    threads = [threading.Thread(target=p.run, args=(stop,), daemon=True) for p in probes]
+    context = multiprocessing.get_context("spawn")  # no fork of a process running threads
+    stop = context.Event()
+    outs = [context.Queue() for _ in probes]
+    processes = [
+        context.Process(target=probe_process, args=(p, stop, out))
+        for p, out in zip(probes, outs, strict=True)
+    ]
     sampler = CpuSampler(group_pids(group))
     sampler.start()
-    for thread in threads:
-        thread.start()
+    for process in processes:
+        process.start()
     idle: list[tuple[float, float]] = []
     runs: list[dict[str, Any]] = []
     try:
@@ -231,9 +265,11 @@ def measure(
         time.sleep(args.idle)  # the first half warms the probes' endpoints up: not counted
         idle.append((start + args.idle / 2, time.monotonic()))
         for rep in range(args.repeat):
-            order = [("adaptive", args.concurrency)] + [("fixed", c) for c in args.fixeds]
-            for pacing, concurrency in order if rep % 2 == 0 else order[::-1]:
-                run = run_capture(server.base_url, pacing, concurrency)
+            order: list[tuple[str, int, dict[str, float]]] = [
+                ("adaptive", args.concurrency, settings) for settings in args.variants
+            ] + [("fixed", c, {}) for c in args.fixeds]
+            for pacing, concurrency, settings in order if rep % 2 == 0 else order[::-1]:
+                run = run_capture(server.base_url, pacing, concurrency, settings)
                 run.update(sampler.window(run["started"], run["ended"]))
                 runs.append(run)
                 print(
@@ -247,8 +283,12 @@ def measure(
                 idle.append((gap_start + args.gap / 2, time.monotonic()))  # after the last answers drain
     finally:
         stop.set()
-        for thread in threads:
-            thread.join(timeout=70)
+        for probe, out, process in zip(probes, outs, processes, strict=True):
+            try:  # read before join: a process with queued data does not end until it is read
+                probe.samples = [Sample(*sample) for sample in out.get(timeout=70)]
+            except queue.Empty:
+                print(f"probe {probe.name!r} sent no samples", file=sys.stderr)
+            process.join(timeout=10)
         sampler.stop()
     return runs, probes, idle
 
@@ -293,23 +333,23 @@ def report(
         print(row)
     print("pXXx: the probe's latency percentile during the capture over its idle percentile")
     print()
-    adaptive = summary.get("adaptive")
-    if not adaptive:
-        return
-    for name, mine in summary.items():
-        if name != "adaptive":
-            wall = statistics.median(adaptive["seconds"]) / statistics.median(mine["seconds"])
-            print(
-                f"adaptive / {name} wall time (medians): {wall:.2f} (goal <= {GOAL_WALL}: "
-                f"{'met' if wall <= GOAL_WALL else 'MISSED'})"
-            )
+    for label, adaptive in summary.items():
+        if not label.startswith("adaptive"):
+            continue
+        for name, mine in summary.items():
+            if name.startswith("fixed"):
+                wall = statistics.median(adaptive["seconds"]) / statistics.median(mine["seconds"])
+                print(
+                    f"{label} / {name} wall time (medians): {wall:.2f} (goal <= {GOAL_WALL}: "
+                    f"{'met' if wall <= GOAL_WALL else 'MISSED'})"
+                )
     for probe in probes:
         i50, i95 = idle_stats[probe.name]
         for pacing, mine in summary.items():
             values = mine[probe.name]
             p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
             verdict = ""
-            if pacing == "adaptive":
+            if pacing.startswith("adaptive"):
                 verdict = (
                     f" (goal p95 <= {GOAL_PROBE_P95}x: {'met' if p95 / i95 <= GOAL_PROBE_P95 else 'MISSED'})"
                 )
