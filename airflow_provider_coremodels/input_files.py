@@ -54,8 +54,9 @@ def read_bounded(
     ``limit_name`` names the option that sets the limit, for the message. ``follow_links=False``
     refuses a ``path`` that is itself a symbolic link (as the file sink, which wrote it, does).
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # O_NONBLOCK: a FIFO must
-    if not follow_links:  # not wait for a writer; it is refused just below
+    # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
         flags |= os.O_NOFOLLOW
     try:
         fd = os.open(path, flags)
@@ -134,7 +135,7 @@ def read_stored(path: str) -> bytes:
             raise SnapshotDocumentError(
                 f"is a directory without a {LATEST}: no snapshot has been stored there yet", path
             ) from None
-        raise SnapshotDocumentError(f"cannot be read: {LATEST} {exc}", path) from None
+        raise SnapshotDocumentError(f"has a {LATEST} that {exc}", path) from None
 
 
 def read_snapshot(path: str) -> StoredSnapshot:

@@ -139,7 +139,7 @@ def test_a_symlinked_latest_json_is_refused_as_the_sink_refuses_it(tmp_path: Pat
     sink.mkdir()
     (sink / "latest.json").symlink_to(elsewhere)
     line = refused(cli(tmp_path, "audit", "--snapshot", str(sink)))
-    assert f"{sink}" in line and "latest.json is a symbolic link, which is not followed" in line
+    assert f"{sink}" in line and "has a latest.json that is a symbolic link, which is not followed" in line
     # the document itself, named as a file, is read as it is (whoever names it chooses it)
     if target != "a FIFO":
         assert cli(tmp_path, "audit", "--snapshot", str(sink / "latest.json")).code == 0
