@@ -364,7 +364,7 @@ SOURCE = (
         {
             "choices": ("adaptive", "fixed"),
             "help": "adaptive: fewer requests in flight while the server's answers slow down, up to "
-            "--concurrency, each resting after its answer for as long as it took, so the server "
+            "--concurrency, each slot resting after its answer (--pacing-share), so the server "
             "keeps room for its workers; fixed: always --concurrency, no rest (default: the "
             f"connection's, else {defaults.PACING})",
         },

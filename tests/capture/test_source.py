@@ -7,6 +7,7 @@ import json
 import pytest
 from support.helpers import AIRFLOW_VERSION
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture.client import ApiSource
 from airflow_provider_coremodels.cli.main import main
 from airflow_provider_coremodels.errors import ConnectionConfigError
@@ -77,6 +78,16 @@ def test_hook_reads_a_connection_from_the_environment(monkeypatch) -> None:
     assert (source.username, source.password, source.token) == ("exporter", "pw", None)
     assert (source.concurrency, source.read_timeout, source.verify) == (16, 30.0, "/etc/ca.pem")
     assert (source.pacing, source.pacing_share) == ("adaptive", 0.75)
+
+
+def test_numeric_extras_a_form_left_empty_take_their_defaults(monkeypatch) -> None:
+    """The connection form stores an empty number as null (or ""): the default, not an error."""
+    empty = {"concurrency": None, "timeout": "", "connect_timeout": None, "pacing_share": None}
+    conn_env(monkeypatch, "api", host="h", login="u", password="p", extra=empty)
+    source = AirflowApiHook("api").get_source()
+    assert (source.concurrency, source.read_timeout, source.connect_timeout, source.pacing_share) == (
+        defaults.CONCURRENCY, defaults.READ_TIMEOUT, defaults.CONNECT_TIMEOUT, defaults.PACING_SHARE,
+    )  # fmt: skip
 
 
 def test_hook_password_without_login_is_a_bearer_token(monkeypatch) -> None:
