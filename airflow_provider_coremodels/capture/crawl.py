@@ -75,6 +75,7 @@ class CaptureSummary:
     freshness: int = 0  # page requests for the freshness rules: failed latest runs, recent events
     documentation: int = 0  # details requests for DAGs without a description (their doc_md)
     import_errors: int = 0  # files that do not import
+    pacing: str = ""  # how the window moved: why a capture took the time it did (``Pacer.describe``)
 
     def line(self) -> str:
         extra = [
@@ -89,9 +90,10 @@ class CaptureSummary:
         ]
         requests = f"{self.requests} requests" + (f" ({', '.join(extra)})" if extra else "")
         broken = f", {self.import_errors} import errors" if self.import_errors else ""
+        pacing = f"; {self.pacing}" if self.pacing else ""
         return (
             f"captured {self.dags} DAGs, {self.tasks} tasks, {self.assets} assets{broken}: "
-            f"{requests}, {self.retries} retries, {self.seconds:.1f} s"
+            f"{requests}, {self.retries} retries, {self.seconds:.1f} s{pacing}"
         )
 
 
@@ -356,6 +358,7 @@ class _Crawl:
             schedules=self.schedules,
             documentation=self.documentation,
             import_errors=len(errors.items),
+            pacing=self.client.pacer.describe(),
             alias_writers=self.alias_assets,
             freshness=sum(listing.pages for listing in (failed, recent) if listing is not None)
             if self.v2

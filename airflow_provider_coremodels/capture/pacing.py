@@ -154,6 +154,16 @@ class Pacer:
         self._resting: list[float] = []  # heap: when each resting slot is free again
         self._changed = threading.Condition()
 
+    def describe(self) -> str:
+        """What the window did, for the capture's summary line: ``adaptive pacing: 1-4 in flight,
+        slots rested 41.3 s`` (or ``fixed pacing: 8 in flight``)."""
+        if not self.window.adaptive:
+            return f"fixed pacing: {self.window.maximum} in flight"
+        low, high = self.window.smallest, self.window.largest
+        moved = f"{low}-{high}" if low < high else f"{low}"
+        rested = f", slots rested {self.rested:.1f} s" if self.rested else ""
+        return f"adaptive pacing: {moved} in flight{rested}"
+
     def enter(self, kind: str, until: float) -> Slot:
         """Wait for a free slot in the window (and for any Retry-After to pass), at most until the
         monotonic time ``until`` (the run's deadline: the caller then finds its budget spent)."""

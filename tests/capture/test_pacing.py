@@ -420,3 +420,16 @@ def test_a_slot_records_an_answer_or_a_refusal() -> None:
     assert slot.seconds is not None and not slot.overloaded
     slot.refused(2.0)
     assert slot.overloaded and slot.retry_after == 2.0
+
+
+def test_the_summary_says_how_the_window_moved_and_how_long_the_slots_rested() -> None:
+    adaptive = Pacer(16)
+    assert adaptive.describe() == "adaptive pacing: 1 in flight"
+    adaptive.window.smallest, adaptive.window.largest = 1, 4
+    answered(adaptive, 0.25)
+    assert adaptive.describe() == "adaptive pacing: 1-4 in flight, slots rested 0.2 s"
+    assert Pacer(8, adaptive=False).describe() == "fixed pacing: 8 in flight"
+    with OneWorkerServer(estate_replies(), unit=0.001) as server:
+        result, _ = captured(server.base_url, "adaptive")
+    line = result.summary.line()
+    assert "; adaptive pacing: 1" in line and "in flight, slots rested" in line
