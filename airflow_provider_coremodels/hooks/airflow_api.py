@@ -17,17 +17,13 @@ from airflow_provider_coremodels.compat import BaseHook
 from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
 from airflow_provider_coremodels.hooks.connection_fields import (
     base_url,
+    extra_or_default,
     extra_str,
     get_connection,
     mask,
     tls_verify,
 )
 from airflow_provider_coremodels.hooks.forms import AIRFLOW_API, FORMS, ui_field_behaviour
-
-
-def _or_default(value: Any, default: Any) -> Any:
-    """An extra's value, or its default where the connection form left it empty (null or "")."""
-    return default if value is None or value == "" else value
 
 
 class AirflowApiHook(BaseHook):
@@ -60,11 +56,11 @@ class AirflowApiHook(BaseHook):
                 password=conn.password if conn.login else None,
                 token=token,
                 verify=tls_verify(extra, self.airflow_api_conn_id),
-                concurrency=int(_or_default(extra.get("concurrency"), defaults.CONCURRENCY)),
+                concurrency=int(extra_or_default(extra, "concurrency", defaults.CONCURRENCY)),
                 pacing=str(extra.get("pacing") or defaults.PACING),
-                pacing_share=float(_or_default(extra.get("pacing_share"), defaults.PACING_SHARE)),
-                read_timeout=float(_or_default(extra.get("timeout"), defaults.READ_TIMEOUT)),
-                connect_timeout=float(_or_default(extra.get("connect_timeout"), defaults.CONNECT_TIMEOUT)),
+                pacing_share=float(extra_or_default(extra, "pacing_share", defaults.PACING_SHARE)),
+                read_timeout=float(extra_or_default(extra, "timeout", defaults.READ_TIMEOUT)),
+                connect_timeout=float(extra_or_default(extra, "connect_timeout", defaults.CONNECT_TIMEOUT)),
             )
         except (TypeError, ValueError) as exc:
             raise ConnectionConfigError(

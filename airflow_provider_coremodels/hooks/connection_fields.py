@@ -118,9 +118,16 @@ def base_url(host: str | None, schema: str | None, port: int | None) -> str:
     return f"{scheme}://{authority}{slash}{path}".rstrip("/")
 
 
-def extra_str(extra: dict[str, Any], key: str, conn_id: str) -> str | None:
+def extra_or_default(extra: dict[str, Any], key: str, default: Any) -> Any:
+    """An extra's value, or ``default`` where it is missing or the connection form left it empty
+    (the form stores an empty number as null, or ""): the caller converts and checks it."""
     value = extra.get(key)
-    if value is None or value == "":
+    return default if value is None or value == "" else value
+
+
+def extra_str(extra: dict[str, Any], key: str, conn_id: str) -> str | None:
+    value = extra_or_default(extra, key, None)
+    if value is None:
         return None
     if not isinstance(value, str):
         raise ConnectionConfigError(f"connection {conn_id!r}: extra {key!r} must be a string")

@@ -12,7 +12,13 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import RetryPolicy
 from airflow_provider_coremodels.compat import BaseHook
 from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
-from airflow_provider_coremodels.hooks.connection_fields import base_url, get_connection, mask, tls_verify
+from airflow_provider_coremodels.hooks.connection_fields import (
+    base_url,
+    extra_or_default,
+    get_connection,
+    mask,
+    tls_verify,
+)
 from airflow_provider_coremodels.hooks.forms import COREMODELS, FORMS, ui_field_behaviour
 from airflow_provider_coremodels.redaction import SECRETS
 from airflow_provider_coremodels.sinks.endpoint import EndpointSink
@@ -46,7 +52,7 @@ class CoreModelsHook(BaseHook):
                 endpoint,
                 token=conn.password or None,
                 verify=tls_verify(extra, self.coremodels_conn_id),
-                timeout=float(extra.get("timeout", defaults.READ_TIMEOUT)),
+                timeout=float(extra_or_default(extra, "timeout", defaults.READ_TIMEOUT)),
                 retry=retry,
             )
         except (TypeError, ValueError) as exc:

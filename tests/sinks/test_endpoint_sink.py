@@ -22,6 +22,7 @@ from support.helpers import artifact_paths, document_for
 from support.hostile_api import gzip_bomb
 from support.local_http import RESET, Received, Reply, ScriptedServer, json_reply
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.export import open_sink
@@ -170,6 +171,17 @@ def test_hook_sink_posts_to_the_connection_host(
     assert result.written == [url(server)]
     (request,) = posts(server)
     assert request.headers.get("Authorization") == f"Bearer {TOKEN}"
+
+
+@pytest.mark.parametrize(
+    ("timeout", "read"), [(None, defaults.READ_TIMEOUT), ("", defaults.READ_TIMEOUT), ("7", 7.0)]
+)
+def test_hook_sink_reads_the_timeout_extra_a_form_may_leave_empty(
+    monkeypatch: pytest.MonkeyPatch, timeout: Any, read: float
+) -> None:
+    """The connection form stores an empty number as null (or ""): the default, not 'not usable'."""
+    conn_env(monkeypatch, host="https://coremodels.example/api", extra=json.dumps({"timeout": timeout}))
+    assert CoreModelsHook(CONN_ID).get_sink(retry=FAST)._timeout == read
 
 
 def test_connection_without_password_sends_no_authorization(
