@@ -157,7 +157,6 @@ def run_capture(
         "final": window.size,
         "peak": client.pacer.peak,
         "decreases": window.decreases,
-        "rested": client.pacer.rested,
     }
 
 

@@ -244,7 +244,7 @@ def test_a_smaller_share_rests_longer_and_a_rest_is_bounded() -> None:
     answered(third, 0.1)
     assert third.rested == pytest.approx(0.3)
     stuck = Pacer(4)
-    answered(stuck, 600.0)  # a stuck answer: the window shrinks, the slot rests no longer than
+    answered(stuck, 600.0)  # a stuck answer (the window shrinks): the slot rests MAX_REST, no more
     assert stuck.rested == MAX_REST
 
 
