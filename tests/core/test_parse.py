@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from support.helpers import document_for
 
 from airflow_provider_coremodels import __version__
+from airflow_provider_coremodels.core import parse as parse_module
 from airflow_provider_coremodels.core import parse_artifacts
 from airflow_provider_coremodels.core.parse import asset_name
 from airflow_provider_coremodels.errors import DagsArtifactError
@@ -346,6 +349,84 @@ def test_tasks_entry_of_wrong_type_is_lossiness_for_that_dag() -> None:
     assert lossiness(document, "tasks") == [
         "tasks artifact entry for DAG 'a' ignored: expected {\"tasks\": [...]} or a list, got a string"
     ]
+
+
+def _entry_refusals(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the times the parse falls back from decoding the tasks entry by entry to the whole."""
+    calls: list[int] = []
+    whole = parse_module._TaskEntries.whole
+    monkeypatch.setattr(parse_module._TaskEntries, "whole", lambda self: calls.append(1) or whole(self))
+    return calls
+
+
+@pytest.mark.parametrize("shape", ["object", "list"])
+def test_tasks_are_decoded_one_dag_at_a_time_when_every_entry_is_typed(
+    shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    by_dag = {"a": [{"task_id": "x", "operator_name": "BashOperator"}], "b": [{"task_id": "y"}]}
+    tasks = (
+        {dag_id: {"tasks": ts} for dag_id, ts in by_dag.items()}
+        if shape == "object"
+        else [{"dag_id": dag_id, "tasks": ts} for dag_id, ts in by_dag.items()]
+    )
+    refusals = _entry_refusals(monkeypatch)
+    estate = parse_artifacts(json.dumps([DAG_A, DAG_B]).encode(), json.dumps(tasks).encode(), b"[]")
+    assert refusals == []
+    assert {d.identity: [(f.name, f.native_type) for f in d.fields] for d in estate.dags()} == {
+        "a": [("x", "BashOperator")],
+        "b": [("y", "task")],
+    }
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        pytest.param(b'{"tasks": "nope"}', id="tasks-not-a-list"),
+        pytest.param(b"7", id="a-number"),
+    ],
+)
+def test_an_entry_the_typed_decoder_refuses_reads_the_whole_artifact_once_keeping_nothing_twice(
+    refused: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DAG a's entry, read before b's is refused, has a task without an id (a record) and a task
+    data = b'{"a": {"tasks": [{"operator_name": "X"}, {"task_id": "t"}]}, "b": ' + refused + b"}"
+    dags = json.dumps([DAG_A, DAG_B]).encode()
+    refusals = _entry_refusals(monkeypatch)
+    estate = parse_artifacts(dags, data, b"[]")
+    assert refusals == [1]
+    messages = [r.message for r in estate.lossiness if r.artifact == "tasks"]
+    assert messages.count("task entry 0 of DAG 'a' has no task_id; skipped") == 1, messages
+    assert [f.name for f in {d.identity: d for d in estate.dags()}["a"].fields] == ["t"]
+    monkeypatch.undo()
+    with _whole_artifact_decode(monkeypatch):
+        assert parse_artifacts(dags, data, b"[]") == estate
+
+
+def test_an_entry_no_decoder_takes_leaves_the_whole_artifact_ignored_as_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # valid JSON that Python refuses (an int of 5,000 digits): neither the entry nor the whole decodes
+    data = b'{"a": {"tasks": [{"task_id": "t"}]}, "b": {"tasks": [{"task_id": "t", "retries": ' + b"9" * 5000
+    data += b"}]}}"
+    dags = json.dumps([DAG_A, DAG_B]).encode()
+    estate = parse_artifacts(dags, data, b"[]")
+    [record] = [r for r in estate.lossiness if r.artifact == "tasks"]
+    assert record.message.startswith("tasks artifact ignored: not valid JSON (Exceeds the limit")
+    assert record.subject is None and estate.fields_unknown() is None
+    with _whole_artifact_decode(monkeypatch):
+        assert parse_artifacts(dags, data, b"[]") == estate
+
+
+@contextlib.contextmanager
+def _whole_artifact_decode(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The parse as before entries were kept: the tasks artifact decoded in one pass."""
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            parse_module,
+            "_decode_tasks",
+            lambda data: parse_module._decode_reduced(parse_module._TASKS_DECODER, data, ()),
+        )
+        yield
 
 
 # -- the datasets artifact ----------------------------------------------------------------
