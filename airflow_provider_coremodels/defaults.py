@@ -39,9 +39,11 @@ PACING_SHARE = 0.5
 READ_TIMEOUT = 60.0
 CONNECT_TIMEOUT = 10.0
 #: Seconds a capture, or a push, may take in all, retries included (--retry-budget): the bound on
-#: a run against a server that trickles, repeats or never ends. Ten minutes is several times what
-#: a healthy capture of 10,000 DAGs takes against a one-worker API server.
-RETRY_BUDGET = 600.0
+#: a run against a server that trickles, repeats or never ends. Half an hour is four times what a
+#: healthy capture of 10,000 DAGs takes against a busy one-worker API server at the default pacing
+#: (7 to 8 minutes: docs/capture.md), where ten minutes, the budget before that pacing, left a
+#: margin of two.
+RETRY_BUDGET = 1800.0
 #: A waiver file larger than this is refused: waiver files are short lists written by people.
 MAX_WAIVER_FILE_BYTES = 16 << 20
 #: A rules file larger than this is refused, for the same reason.
