@@ -404,7 +404,8 @@ def export(
         tolerance=stale_tolerance,
         policy=policy,
     )
-    document = build_document(stored.estate, result, max_snapshot_bytes=max_snapshot_bytes)
+    # lean, as the command line's audit: pushed and summarised, never read field by field
+    document = build_document(stored.estate, result, max_snapshot_bytes=max_snapshot_bytes, lean=True)
     previous = stored_findings(stored.data) if stored.data is not None else None
     changes = finding_changes(document["findings"], previous)
     exported = ExportResult(document, captured.summary, push_all(sinks, document), changes)

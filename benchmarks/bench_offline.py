@@ -148,7 +148,7 @@ def pipeline(
     t1 = time.perf_counter()
     result = audit(estate, None, policy=policy, waivers=waivers)
     t2 = time.perf_counter()
-    document = build_document(estate, result)
+    document = build_document(estate, result, lean=True)  # as `audit` and the export build it
     t3 = time.perf_counter()
     data = encode(document)
     t4 = time.perf_counter()
@@ -160,7 +160,7 @@ def pipeline(
 def time_render_json(paths: dict[str, Path]) -> float:
     """What ``--format json`` prints instead of ``encode``: indented JSON. Informational, untimed pass."""
     estate = _parse(paths)
-    document = build_document(estate, audit(estate, None))
+    document = build_document(estate, audit(estate, None), lean=True)
     gc.collect()
     start = time.perf_counter()
     render_json(document)

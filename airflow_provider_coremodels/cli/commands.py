@@ -128,7 +128,9 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
         policy=policy,
         no_policy=no_policy,
     )
-    return build_document(estate, result, **build)
+    # lean: printed, written and pushed, never read field by field (every view reads the datasets
+    # and findings, none a DAG's fields), so each task stays a Field struct instead of a dict
+    return build_document(estate, result, lean=True, **build)
 
 
 def merge(args: argparse.Namespace) -> int:
