@@ -130,9 +130,10 @@ class Slot:
 
 class Gate(Protocol):
     """What paces the attempts of a run (``capture/pacing.py``'s ``Pacer``): a slot before each
-    attempt, at most until the monotonic time ``until``, and the slot back with what it told."""
+    attempt, at most until the monotonic time ``until``, and the slot back with what it told;
+    a ``first`` request goes before the others waiting."""
 
-    def enter(self, kind: str, until: float) -> Slot: ...
+    def enter(self, kind: str, until: float, *, first: bool = False) -> Slot: ...
 
     def leave(self, slot: Slot) -> None: ...
 
@@ -166,6 +167,7 @@ def send_with_retries(
     max_bytes: int = defaults.MAX_RESPONSE_BYTES,
     pacer: Gate | None = None,
     kind: str = "",
+    first: bool = False,
     **request: Any,
 ) -> tuple[requests.Response, Any]:
     """Send one request, retrying what is transient; return the final response (maybe a 4xx).
@@ -180,7 +182,8 @@ def send_with_retries(
     ``error``, its message scrubbed of secrets. With a ``pacer`` each attempt waits for a slot in
     its window and tells it how long the answer of this ``kind`` took, or that the server is
     overloaded (a retried status, a read timeout: the window shrinks, and a Retry-After holds
-    every request of the run, not only this one).
+    every request of the run, not only this one); a ``first`` attempt goes before the others
+    waiting for a slot.
     """
     attempt = 0
     while True:
@@ -194,7 +197,10 @@ def send_with_retries(
             # a retry must not outlive the budget: its read timeout is what the budget has left
             connect, read = request["timeout"]
             request["timeout"] = (connect, max(0.1, min(read, deadline.remaining())))
-        slot = pacer.enter(kind, deadline.expires) if pacer is not None else Slot(kind, 0, time.monotonic())
+        if pacer is not None:
+            slot = pacer.enter(kind, deadline.expires, first=first)
+        else:
+            slot = Slot(kind, 0, time.monotonic())
         try:
             outcome = _attempt(
                 session, method, url, request, slot, deadline, decode, decoder, max_bytes, error

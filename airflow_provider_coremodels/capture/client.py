@@ -212,18 +212,20 @@ class AirflowApiClient:
         *,
         decoder: Decoder | None = None,
         under_api: bool = True,
+        first: bool = False,
     ) -> Any:
         """GET an API path (``/dags``, not ``/api/v2/dags``) as JSON, retrying what is transient.
 
         ``decoder`` replaces the generic JSON decode, for an answer of which only a few keys
         matter (a typed decode keeps memory to those keys). ``under_api=False``: a path of the
-        server's own (``/ui/dependencies``), not under the API's prefix.
+        server's own (``/ui/dependencies``), not under the API's prefix. ``first``: a page of a
+        list, sent before the per-item requests waiting for the pacer (``Pacer.enter``).
         """
         full = self.api_path(path) if under_api else path
         renewed = False
         while True:
             bearer = self._bearer
-            response, body = self._send("GET", full, params=params, decode=True, decoder=decoder)
+            response, body = self._send("GET", full, params=params, decode=True, decoder=decoder, first=first)
             if response.status_code == 401 and self._uses_jwt and not renewed:
                 self._renew(bearer)
                 renewed = True
@@ -263,6 +265,7 @@ class AirflowApiClient:
         decode: bool = False,
         decoder: Decoder | None = None,
         allow_redirects: bool = True,
+        first: bool = False,
     ) -> tuple[requests.Response, Any]:
         """Send with retries on transient failures; the response returned is final (maybe a 4xx)."""
         headers = {"Authorization": f"Bearer {self._bearer}"} if authenticated and self._bearer else {}
@@ -277,6 +280,7 @@ class AirflowApiClient:
             on_retry=self._count_retry,
             pacer=self.pacer,
             kind=kind_of(path),
+            first=first,
             decode=decode,
             decoder=decoder or decode_json,
             params=params,

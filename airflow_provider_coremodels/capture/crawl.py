@@ -229,7 +229,11 @@ class _Crawl:
         self.stale: dict[str, Any] = {}  # dag_id -> a stale DAG: its tasks wait for the import errors
         self.graph: Any = None  # GET /ui/dependencies, cut down (core/references.py)
         self.graph_problem: str | None = None
-        self.window = max(4, 4 * client.source.concurrency)  # requests per list, and per-item ones
+        self.window = max(4, 4 * client.source.concurrency)  # the pages of a list out at once
+        # Per-item requests out at once: no more than the pool has threads, so that none waits in
+        # the pool's queue, where a page submitted after it would wait behind it whatever place
+        # the pacer gives pages (``Pacer.enter``'s ``first``): a page takes the next free thread.
+        self.items_window = client.source.concurrency
         self.backlog: deque[tuple[str, Any, Callable[..., Any], tuple[Any, ...]]] = deque()
         self.items_in_flight = 0
 
@@ -436,14 +440,14 @@ class _Crawl:
         """A per-item request (tasks, details, events): queued, and sent as the window allows.
 
         However many items a page brings (a server that ignores ``limit`` may send a million),
-        no more than ``window`` of these requests exist at once: memory follows the requests
+        no more than ``items_window`` of these requests exist at once: memory follows the requests
         in flight and the answers received, not what a server claims.
         """
         self.backlog.append((kind, key, func, args))
         self._pump()
 
     def _pump(self) -> None:
-        while self.backlog and self.items_in_flight < self.window:
+        while self.backlog and self.items_in_flight < self.items_window:
             kind, key, func, args = self.backlog.popleft()
             self.items_in_flight += 1
             self._submit(kind, key, func, *args)
@@ -453,11 +457,10 @@ class _Crawl:
         listing.pages += 1
         listing.requested.add(offset)
         params = {**listing.params, "limit": PAGE_LIMIT, "offset": offset, "order_by": listing.order_by}
-        if listing.ids_only:
-            get = functools.partial(self.client.get_json, decoder=decode_dag_ids_page)
-            self._submit("page", (listing, offset), get, listing.path, params)
-        else:
-            self._submit("page", (listing, offset), self.client.get_json, listing.path, params)
+        # a page goes before the per-item requests waiting for a slot: its answer brings the next ones
+        decoder = decode_dag_ids_page if listing.ids_only else None
+        get = functools.partial(self.client.get_json, decoder=decoder, first=True)
+        self._submit("page", (listing, offset), get, listing.path, params)
 
     def _drain(self) -> None:
         handlers: dict[str, Callable[[Any, Future[Any]], None]] = {

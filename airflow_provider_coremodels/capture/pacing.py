@@ -151,6 +151,7 @@ class Pacer:
         self.peak = 0
         self.rested = 0.0  # seconds of rest taken in all (slots times seconds)
         self.held_until = 0.0  # time.monotonic() before which no request starts (a Retry-After)
+        self._first_waiting = 0  # pages waiting for a slot: per-item requests wait behind them
         self._resting: list[float] = []  # heap: when each resting slot is free again
         self._changed = threading.Condition()
 
@@ -164,26 +165,39 @@ class Pacer:
         rested = f", slots rested {self.rested:.1f} s" if self.rested else ""
         return f"adaptive pacing: {moved} in flight{rested}"
 
-    def enter(self, kind: str, until: float) -> Slot:
+    def enter(self, kind: str, until: float, *, first: bool = False) -> Slot:
         """Wait for a free slot in the window (and for any Retry-After to pass), at most until the
-        monotonic time ``until`` (the run's deadline: the caller then finds its budget spent)."""
+        monotonic time ``until`` (the run's deadline: the caller then finds its budget spent).
+
+        ``first``: a page of a list, which goes before every per-item request waiting (a DAG's
+        tasks): its answer brings the next requests, and a list read in a short span is less
+        likely to have its page boundaries moved by a change on the server."""
         with self._changed:
-            while True:
-                now = time.monotonic()
-                while self._resting and self._resting[0] <= now:
-                    heapq.heappop(self._resting)
-                held = self.held_until - now
-                if (held <= 0 and self.in_flight + len(self._resting) < self.window.size) or now >= until:
-                    break
-                if held > 0:
-                    wait = held
-                elif self._resting and self.in_flight + len(self._resting) - 1 < self.window.size:
-                    wait = self._resting[0] - now  # the next rest to end frees the slot needed
-                else:
-                    wait = until - now
-                self._changed.wait(min(wait, until - now, 0.5))
+            if first:
+                self._first_waiting += 1
+            try:
+                while True:
+                    now = time.monotonic()
+                    while self._resting and self._resting[0] <= now:
+                        heapq.heappop(self._resting)
+                    held = self.held_until - now
+                    free = held <= 0 and self.in_flight + len(self._resting) < self.window.size
+                    if (free and (first or not self._first_waiting)) or now >= until:
+                        break
+                    if held > 0:
+                        wait = held
+                    elif self._resting and self.in_flight + len(self._resting) - 1 < self.window.size:
+                        wait = self._resting[0] - now  # the next rest to end frees the slot needed
+                    else:
+                        wait = until - now
+                    self._changed.wait(min(wait, until - now, 0.5))
+            finally:
+                if first:
+                    self._first_waiting -= 1
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+            if first and not self._first_waiting:
+                self._wake()  # the requests held back for this page may take what room is left
             return Slot(kind, self.window.epoch, time.monotonic())
 
     def leave(self, slot: Slot) -> None:
@@ -200,11 +214,18 @@ class Pacer:
                     rest = min(MAX_REST, slot.seconds * (1 - self.share) / self.share)
                     heapq.heappush(self._resting, time.monotonic() + rest)
                     self.rested += rest
-            # wake as many waiting threads as there is room for, not all of them (sixteen threads
-            # woken per answer to find one slot cost a capture a third more client CPU), and one
-            # when the slot went to rest, to wait for the rest's end rather than for a next answer
-            room = self.window.size - self.in_flight - len(self._resting)
-            self._changed.notify(max(room, 1 if self._resting else 0))
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake as many waiting threads as there is room for, not all of them (sixteen threads
+        woken per answer to find one slot cost a capture a third more client CPU), and one when
+        a slot went to rest, to wait for the rest's end rather than for a next answer; all of
+        them while a page waits, which a woken per-item request would not let through."""
+        if self._first_waiting:
+            self._changed.notify_all()
+            return
+        room = self.window.size - self.in_flight - len(self._resting)
+        self._changed.notify(max(room, 1 if self._resting else 0))
 
 
 def kind_of(path: str) -> str:

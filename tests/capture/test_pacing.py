@@ -433,3 +433,38 @@ def test_the_summary_says_how_the_window_moved_and_how_long_the_slots_rested() -
         result, _ = captured(server.base_url, "adaptive")
     line = result.summary.line()
     assert "; adaptive pacing: 1" in line and "in flight, slots rested" in line
+
+
+def _waiting(pacer: Pacer, count: int) -> None:
+    """Until ``count`` threads wait at the gate (its condition's waiters)."""
+    deadline = time.monotonic() + 10
+    while len(pacer._changed._waiters) < count:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the threads never reached the gate"
+        time.sleep(0.005)
+
+
+def test_a_page_waiting_goes_before_the_per_item_requests_waiting_longer() -> None:
+    """A list's page brings the next requests: it takes the next free slot, however many tasks
+    requests were at the gate before it, and they follow once it is through."""
+    pacer = Pacer(1, share=1.0)
+    held = pacer.enter(TASKS, time.monotonic() + 30)
+    order: list[str] = []
+
+    def through(name: str, kind: str, first: bool) -> None:
+        slot = pacer.enter(kind, time.monotonic() + 30, first=first)
+        order.append(name)
+        pacer.leave(slot)
+
+    threads = [threading.Thread(target=through, args=(f"tasks {i}", TASKS, False)) for i in range(3)]
+    for i, thread in enumerate(threads):
+        thread.start()
+        _waiting(pacer, i + 1)
+    page = threading.Thread(target=through, args=("page", PAGES, True))
+    page.start()
+    _waiting(pacer, 4)
+    pacer.leave(held)
+    for thread in (page, *threads):
+        thread.join(10)
+    assert order[0] == "page"
+    assert sorted(order[1:]) == ["tasks 0", "tasks 1", "tasks 2"]
+    assert pacer.in_flight == 0
