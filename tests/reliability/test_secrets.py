@@ -41,7 +41,7 @@ from support.counting_proxy import CountingProxy
 from support.helpers import CLI_GROUP, artifact_paths
 from support.local_http import BackgroundHTTPServer, Reply, ScriptedServer, json_reply
 
-from airflow_provider_coremodels.capture import RetryPolicy
+from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
 from airflow_provider_coremodels.cli.main import main
 from airflow_provider_coremodels.export import export, open_sink
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
@@ -231,6 +231,10 @@ def door_cases(doors: Iterable[str], known: dict[tuple[str, str], str]) -> list[
 
 
 RETRY_BUDGET = 2.0  # seconds: --retry-budget of the CLI runs, and the library's budget
+# The rows' captures pace fixed, without adaptive pacing's rest after each answer: a budget of
+# 2 s (which keeps the failing rows short) times what the rows do, not the pacing, which
+# tests/capture/test_pacing.py tests. A row with extras of its own keeps them.
+FIXED_PACING = {"pacing": "fixed"}
 LIBRARY_RETRY = RetryPolicy(max_attempts=4, backoff=0.05, max_backoff=0.2, budget=RETRY_BUDGET)
 ENDPOINT_REPLIES = {
     "created": json_reply({"id": "snapshot-1"}, status=201),
@@ -317,8 +321,7 @@ class Rig:
             else:
                 password = WRONG_PASSWORD if case.auth == "wrong_password" else PASSWORD
                 api.update(host=self.api_url(case), login=USER, password=password)
-            if case.api_extra is not None:
-                api["extra"] = case.api_extra
+            api["extra"] = FIXED_PACING if case.api_extra is None else case.api_extra
             text = json.dumps(api)
             env[f"AIRFLOW_CONN_{api_id.upper()}"] = text[:-1] + "," if case.api_conn == "not_json" else text
         if case.coremodels_conn:
@@ -349,6 +352,10 @@ def rig(airflow_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     closed = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     closed.bind(("127.0.0.1", 0))
     with closed, proxy, forbidden, busy, endpoint:
+        # The server answers its first request of each endpoint slowly (a second or more while it
+        # imports and compiles): one capture first, so that no row's budget is spent on that.
+        with AirflowApiClient(ApiSource(proxy.base_url, username=USER, password=PASSWORD)) as client:
+            capture(client)
         yield Rig(
             live=proxy.base_url,
             forbidden=forbidden.base_url,
@@ -382,7 +389,7 @@ def cli_command(door: str, case: Case, rig: Rig, where: Path) -> tuple[list[str]
     }
     env.update(rig.connections(case, endpoint))
     args = ["export", "--sink", str(where / "sink"), "--sink", endpoint, "--coremodels-conn-id", "coremodels"]
-    args += ["--retry-budget", str(RETRY_BUDGET)]
+    args += ["--retry-budget", str(RETRY_BUDGET), "--pacing", "fixed"]
     if door == AIRFLOW_CLI:
         return [AIRFLOW, "coremodels", *args, "--conn-id", "api"], env
     command = [sys.executable, "-m", "airflow_provider_coremodels", *args, "--format", "json"]
@@ -679,7 +686,7 @@ def test_base_url_user_info_is_stripped_before_anything_records_it(
     """``--base-url http://user:CANARY@host``: used to log in, never in output, logs or the snapshot state."""
     caplog.set_level(logging.DEBUG)
     argv = ["export", "--base-url", with_userinfo(rig.live), "--sink", str(tmp_path), "--format", "json"]
-    code = main([*argv, "--retry-budget", str(RETRY_BUDGET)])
+    code = main([*argv, "--retry-budget", str(RETRY_BUDGET), "--pacing", "fixed"])
     out, err = capsys.readouterr()
     assert code == 0, err  # the proxy only lets PASSWORD in: the user info was used to log in
     state = json.loads(out)["state"]
