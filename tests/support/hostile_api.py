@@ -257,8 +257,6 @@ class HostileReceiver(BackgroundHTTPServer):
         self.stopping = threading.Event()
         self.in_flight = 0
         self.max_in_flight = 0
-        if mode == "ignores-limit":
-            huge_page()
 
     def stop(self) -> None:
         self.stopping.set()
