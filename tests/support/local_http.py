@@ -36,6 +36,7 @@ import json
 import socket
 import ssl
 import struct
+import sys
 import threading
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -73,6 +74,12 @@ class TrackingHTTPServer(ThreadingHTTPServer):
             with self._open_changed:
                 self._open.discard(request)
                 self._open_changed.notify_all()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up mid-request (many tests' clients give up on purpose) is not an
+        error of the server: only other exceptions are printed, as socketserver does."""
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
     def close_connections(self, timeout: float = 5.0) -> None:
         """Shut down every open connection and wait (at most ``timeout`` s) for their threads to let go."""
