@@ -284,6 +284,64 @@ def test_operator_class_fallback(task: dict[str, Any], native_type: str) -> None
     assert dataset(document, "a")["fields"][0]["nativeType"] == native_type
 
 
+@pytest.mark.parametrize(
+    ("retries", "expected"),
+    [
+        pytest.param(0.0, "0", id="airflow-3-float"),
+        pytest.param(3, "3", id="int"),
+        pytest.param(2.0**53 - 1, str(2**53 - 1), id="largest-exact-float"),
+        pytest.param(2.0**53, None, id="float-too-large-to-be-exact"),
+        pytest.param(10**30, str(10**30), id="big-int"),
+        pytest.param(2.5, None, id="fraction"),
+        pytest.param(-1, None, id="negative-int"),
+        pytest.param(-1.0, None, id="negative-float"),
+        pytest.param(True, None, id="bool"),
+        pytest.param("3", None, id="string"),
+        pytest.param(None, None, id="null"),
+    ],
+)
+def test_retries_are_kept_as_whole_numbers_only(retries: Any, expected: str | None) -> None:
+    document = document_for([DAG_A], {"a": [{"task_id": "t", "retries": retries}]})
+    assert dataset(document, "a")["fields"][0]["metadata"].get("airflow.retries") == expected
+
+
+@pytest.mark.parametrize(
+    ("task", "name", "native_type", "owner"),
+    [
+        pytest.param({"task_id": "t", "owner": "  ops "}, "t", "task", "ops", id="owner-stripped"),
+        pytest.param({"task_id": "t", "owner": "   "}, "t", "task", None, id="blank-owner"),
+        pytest.param({"task_id": "t", "owner": ["ops"]}, "t", "task", None, id="owner-not-text"),
+        pytest.param({"task_id": "t", "operator_name": 7}, "t", "task", None, id="operator-not-text"),
+        pytest.param(
+            {"task_id": "café", "operator_name": "Opé", "owner": "Zoë"}, "café", "Opé", "Zoë", id="non-ascii"
+        ),
+        pytest.param(
+            {"task_id": "t\ud800", "class_ref": {"class_name": "C\udfff"}, "owner": "o\ud800"},
+            "t?",
+            "C?",
+            "o?",
+            id="lone-surrogates",
+        ),
+    ],
+)
+def test_task_values_are_read_as_text_safe_to_encode(
+    task: dict[str, Any], name: str, native_type: str, owner: str | None
+) -> None:
+    [field] = dataset(document_for([DAG_A], {"a": [task]}), "a")["fields"]
+    assert (field["name"], field["nativeType"], field["metadata"].get("airflow.owner")) == (
+        name,
+        native_type,
+        owner,
+    )
+
+
+@pytest.mark.parametrize("task_id", [7, "", None, ["t"]], ids=["number", "empty", "null", "list"])
+def test_a_task_id_that_is_not_text_skips_the_task(task_id: Any) -> None:
+    document = document_for([DAG_A], {"a": [{"task_id": task_id}, {"task_id": "ok"}]})
+    assert [f["name"] for f in dataset(document, "a")["fields"]] == ["ok"]
+    assert lossiness(document, "tasks") == ["task entry 0 of DAG 'a' has no task_id; skipped"]
+
+
 def test_duplicate_task_ids_are_added_once() -> None:
     tasks = [
         {"dag_id": "a", "tasks": [{"task_id": "t", "operator_name": "X"}]},
