@@ -409,55 +409,44 @@ def test_tasks_entry_of_wrong_type_is_lossiness_for_that_dag() -> None:
     ]
 
 
-def _entry_refusals(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the times the parse falls back from decoding the tasks entry by entry to the whole."""
-    calls: list[int] = []
-    whole = parse_module._TaskEntries.whole
-    monkeypatch.setattr(parse_module._TaskEntries, "whole", lambda self: calls.append(1) or whole(self))
-    return calls
-
-
-@pytest.mark.parametrize("shape", ["object", "list"])
-def test_tasks_are_decoded_one_dag_at_a_time_when_every_entry_is_typed(
-    shape: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    by_dag = {"a": [{"task_id": "x", "operator_name": "BashOperator"}], "b": [{"task_id": "y"}]}
-    tasks = (
-        {dag_id: {"tasks": ts} for dag_id, ts in by_dag.items()}
-        if shape == "object"
-        else [{"dag_id": dag_id, "tasks": ts} for dag_id, ts in by_dag.items()]
-    )
-    refusals = _entry_refusals(monkeypatch)
-    estate = parse_artifacts(json.dumps([DAG_A, DAG_B]).encode(), json.dumps(tasks).encode(), b"[]")
-    assert refusals == []
-    assert {d.identity: [(f.name, f.native_type) for f in d.fields] for d in estate.dags()} == {
-        "a": [("x", "BashOperator")],
-        "b": [("y", "task")],
-    }
-
-
 @pytest.mark.parametrize(
-    "refused",
+    "tasks",
     [
-        pytest.param(b'{"tasks": "nope"}', id="tasks-not-a-list"),
-        pytest.param(b"7", id="a-number"),
+        pytest.param(
+            {"a": {"tasks": [{"task_id": "x", "class_ref": {"class_name": "B", "module_path": "m"}}]}},
+            id="object",
+        ),
+        pytest.param([{"dag_id": "a", "tasks": [{"task_id": "x", "operator_name": "O"}]}], id="list"),
+        pytest.param({"a": {"tasks": [{"task_id": "x", "class_ref": None}]}}, id="class-ref-null"),
+        pytest.param(
+            {"a": {"tasks": [{"task_id": "x", "class_ref": "weird"}]}}, id="class-ref-not-an-object"
+        ),
+        pytest.param(
+            {"a": {"tasks": [{"operator_name": "X"}, {"task_id": "t"}]}, "b": 7}, id="entry-a-number"
+        ),
+        pytest.param(
+            {"a": {"tasks": [{"task_id": "t"}, 5, "s"]}, "b": {"tasks": "no"}}, id="tasks-not-objects"
+        ),
+        pytest.param(
+            [{"dag_id": "a", "tasks": [{"task_id": "t"}]}, 3, {"tasks": []}], id="list-items-untyped"
+        ),
+        pytest.param({"a": {"tasks": [{"task_id": "t", "owner": "o", "retries": 2.0}]}, "b": []}, id="mixed"),
     ],
 )
-def test_an_entry_the_typed_decoder_refuses_reads_the_whole_artifact_once_keeping_nothing_twice(
-    refused: bytes, monkeypatch: pytest.MonkeyPatch
+def test_the_typed_decode_of_the_tasks_artifact_gives_the_estate_the_full_decode_gives(
+    tasks: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # DAG a's entry, read before b's is refused, has a task without an id (a record) and a task
-    data = b'{"a": {"tasks": [{"operator_name": "X"}, {"task_id": "t"}]}, "b": ' + refused + b"}"
-    dags = json.dumps([DAG_A, DAG_B]).encode()
-    refusals = _entry_refusals(monkeypatch)
+    dags, data = json.dumps([DAG_A, DAG_B]).encode(), json.dumps(tasks).encode()
     estate = parse_artifacts(dags, data, b"[]")
-    assert refusals == [1]
-    messages = [r.message for r in estate.lossiness if r.artifact == "tasks"]
-    assert messages.count("task entry 0 of DAG 'a' has no task_id; skipped") == 1, messages
-    assert [f.name for f in {d.identity: d for d in estate.dags()}["a"].fields] == ["t"]
-    monkeypatch.undo()
-    with _whole_artifact_decode(monkeypatch):
+    with _full_decode(monkeypatch):
         assert parse_artifacts(dags, data, b"[]") == estate
+
+
+def test_the_tasks_artifact_is_decoded_into_small_structs() -> None:
+    task = {"task_id": "x", "class_ref": {"class_name": "B", "module_path": "m"}, "ui_color": "#fff"}
+    data = json.dumps({"a": {"tasks": [task]}}).encode()
+    [decoded] = parse_module._decode_tasks(data)["a"]["tasks"]
+    assert decoded == parse_module._Task(task_id="x", class_ref=parse_module._ClassRef(class_name="B"))
 
 
 def test_an_entry_no_decoder_takes_leaves_the_whole_artifact_ignored_as_before(
@@ -471,19 +460,15 @@ def test_an_entry_no_decoder_takes_leaves_the_whole_artifact_ignored_as_before(
     [record] = [r for r in estate.lossiness if r.artifact == "tasks"]
     assert record.message.startswith("tasks artifact ignored: not valid JSON (Exceeds the limit")
     assert record.subject is None and estate.fields_unknown() is None
-    with _whole_artifact_decode(monkeypatch):
+    with _full_decode(monkeypatch):
         assert parse_artifacts(dags, data, b"[]") == estate
 
 
 @contextlib.contextmanager
-def _whole_artifact_decode(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The parse as before entries were kept: the tasks artifact decoded in one pass."""
+def _full_decode(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The parse with the tasks artifact decoded in full by the standard library, as dicts."""
     with monkeypatch.context() as patch:
-        patch.setattr(
-            parse_module,
-            "_decode_tasks",
-            lambda data: parse_module._decode_reduced(parse_module._TASKS_DECODER, data, ()),
-        )
+        patch.setattr(parse_module, "_decode_tasks", parse_module.decode)
         yield
 
 
