@@ -442,10 +442,25 @@ def test_the_typed_decode_of_the_tasks_artifact_gives_the_estate_the_full_decode
         assert parse_artifacts(dags, data, b"[]") == estate
 
 
+@pytest.mark.parametrize(
+    "tasks",
+    [{"a": {"tasks": [{"task_id": "t"}]}, "b": []}, [{"dag_id": "a", "tasks": [{"task_id": "t"}]}]],
+    ids=["object", "list"],
+)
+def test_the_parse_takes_apart_only_a_tasks_artifact_it_decoded_itself(tasks: Any) -> None:
+    held = json.loads(json.dumps(tasks))
+    estate = parse_module.build_estate([DAG_A, DAG_B], held, [])
+    assert held == tasks  # a caller's values (a capture's answers) are read, never taken apart
+    assert parse_artifacts(json.dumps([DAG_A, DAG_B]).encode(), json.dumps(tasks).encode(), b"[]") == estate
+    owned = parse_module._decode_tasks(json.dumps(tasks).encode())
+    assert parse_module.build_estate([DAG_A, DAG_B], owned, []) == estate
+    assert not any(owned.value), owned.value  # each DAG's tasks were let go once read
+
+
 def test_the_tasks_artifact_is_decoded_into_small_structs() -> None:
     task = {"task_id": "x", "class_ref": {"class_name": "B", "module_path": "m"}, "ui_color": "#fff"}
     data = json.dumps({"a": {"tasks": [task]}}).encode()
-    [decoded] = parse_module._decode_tasks(data)["a"]["tasks"]
+    [decoded] = parse_module._decode_tasks(data).value["a"]["tasks"]
     assert decoded == parse_module._Task(task_id="x", class_ref=parse_module._ClassRef(class_name="B"))
 
 
