@@ -161,10 +161,11 @@ class _ClassRef(msgspec.Struct, gc=False):
 
 
 class _Task(msgspec.Struct, gc=False):
-    """A task as the offline parse decodes it: a struct, not a dict, as there are 200,000 of them at
-    10,000 DAGs, decoded in one pass (a tenth of the pipeline's time less than keeping each DAG's
-    entry as bytes first and decoding it on its own; half the memory of dicts). ``build_estate``
-    takes dicts too (a capture's answers, and the full decode of what the typed one refuses)."""
+    """A task as the offline parse decodes it: a struct the collector does not track, not a dict, as
+    there are 200,000 of them at 10,000 DAGs, decoded in one pass (about a tenth of the pipeline's
+    time less than keeping each DAG's entry as bytes first and decoding it on its own: benchmarks/
+    README.md). ``build_estate`` takes dicts too (a capture's answers, and the full decode of what
+    the typed one refuses)."""
 
     task_id: Any = None
     operator_name: Any = None
@@ -755,7 +756,7 @@ def _field(raw: Any) -> Field | None:
     """A task as its DAG's field; None for an entry that is not an object with a task_id.
 
     Once per task (200,000 at 10,000 DAGs, the parse's hottest loop): ``_text`` written out inline
-    for the values the API sends (ASCII strings), the same answers as its for any value.
+    for the values the API sends (ASCII strings), with the same answers for any value.
     """
     if type(raw) is _Task:
         task_id, operator_name, owner, retries = raw.task_id, raw.operator_name, raw.owner, raw.retries
