@@ -20,11 +20,13 @@ from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
 from airflow_provider_coremodels.core.render import (
     as_sentence,
     baseline_sentence,
+    change_lines,
     context_lines,
     display_names,
     freshness_line,
     severity_counts,
     subject_text,
+    table_order,
 )
 from airflow_provider_coremodels.core.rules import COVERAGE, DRIFT, POLICY, catalogue, most_severe_first
 from airflow_provider_coremodels.core.text import printable
@@ -45,7 +47,8 @@ def render_markdown(
     others = [f for f in open_findings if f["section"] not in (COVERAGE, DRIFT)]
     names = display_names(document)
 
-    out = ["## CoreModels audit of the Airflow estate", "", _summary(document), ""]
+    out = _change_section(document.get("change"), names, max_rows)
+    out += ["## CoreModels audit of the Airflow estate", "", _summary(document), ""]
     out.append(f"### Findings: {_count_line(open_findings, len(waived))}")
     out.append("")
     if not others:
@@ -123,6 +126,46 @@ def render_markdown(
             out.append(f"- … and {len(lossiness) - len(shown)} more")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _change_section(change: Any, names: Mapping[str, str], max_rows: int) -> list[str]:
+    """A pre-merge check's change, first: its three lines, then the findings it opens and the DAGs
+    it affects as tables (nothing for a document without a ``change`` part)."""
+    if not isinstance(change, dict):
+        return []
+    out = ["## This change", ""]
+    out.extend(f"- {_text(line)}" for line in change_lines(change))
+    out.append("")
+    opened = sorted(change.get("findingsOpened", ()), key=table_order)
+    if opened:
+        out.append(f"### Opened ({len(opened)})")
+        out.append("")
+        rows = (
+            [_text(f["severity"]), _code(f["code"]), _subject(f, names), _text(f.get("detail") or "")]
+            for f in opened
+        )
+        out.extend(_table(("Severity", "Code", "Subject", "Detail"), rows, len(opened), max_rows))
+        out.append("")
+    affected = change.get("affected", ())
+    if affected:
+        out.append(f"### Affected downstream ({len(affected)})")
+        out.append("")
+        rows = (
+            [_code(a["dag"]), _text(", ".join(a.get("owners") or ()) or "no owner"), _code(a["through"])]
+            for a in affected
+        )
+        out.extend(_table(("DAG", "Owners", "Through"), rows, len(affected), max_rows))
+        out.append("")
+    closed = change.get("findingsClosed", ())
+    if closed:
+        out.append(f"<details><summary>Closed ({len(closed)})</summary>")
+        out.append("")
+        rows = ([_text(f["severity"]), _code(f["code"]), _subject(f, names)] for f in closed)
+        out.extend(_table(("Severity", "Code", "Subject"), rows, len(closed), max_rows))
+        out.append("")
+        out.append("</details>")
+        out.append("")
+    return out
 
 
 def _summary(document: Mapping[str, Any]) -> str:

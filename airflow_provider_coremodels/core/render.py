@@ -283,14 +283,77 @@ def table_order(finding: Mapping[str, Any]) -> tuple[int, str, str, str]:
     )
 
 
+#: How many opened findings and affected DAGs the change's lines name before "and N more".
+CHANGE_NAMES = 5
+
+
+def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> list[str]:
+    """A change (the document's ``change`` part) in three lines: what it does in counts, what it
+    breaks (the findings it opens, the most severe first), and whom it affects (each DAG downstream
+    of what changed, with its owners). Plain text, not yet escaped."""
+    opened = sorted(change.get("findingsOpened", ()), key=table_order)
+    closed = change.get("findingsClosed", ())
+    baseline = change.get("baseline")
+    where = f"bundle {change.get('bundle')}" + (
+        f", against baseline {baseline}" if baseline else ", no baseline"
+    )
+    parts = [
+        f"opens {len(opened)} finding{_s(len(opened))}"
+        + (f" ({severity_counts([f for f in opened if not f.get('waived')])})" if opened else ""),
+        f"closes {len(closed)}",
+    ]
+    for key, verb in (("dagsAdded", "added"), ("dagsRemoved", "removed"), ("dagsChanged", "changed")):
+        count = len(change.get(key, ()))
+        if count:
+            parts.append(f"{count} DAG{_s(count)} {verb}")
+    added, removed = len(change.get("lineageAdded", ())), len(change.get("lineageRemoved", ()))
+    if added or removed:
+        parts.append(f"lineage +{added} -{removed}")
+    if not any(
+        (
+            opened,
+            closed,
+            added,
+            removed,
+            *(change.get(k) for k in ("dagsAdded", "dagsRemoved", "dagsChanged")),
+        )
+    ):
+        return [f"This change ({where}): no change: the folder parses to the estate the baseline holds"]
+    breaks = [
+        f"{f['severity']} {f['code']} {f['subject']}" + (" (waived)" if f.get("waived") else "")
+        for f in opened
+    ]
+    affected = [
+        f"{a['dag']} ({', '.join(a.get('owners') or ()) or 'no owner'}) through {a['through']}"
+        for a in change.get("affected", ())
+    ]
+    return [
+        f"This change ({where}): {', '.join(parts)}",
+        "breaks: " + (_named(breaks, names_shown) if breaks else "nothing (no finding opens)"),
+        "affects: " + (_named(affected, names_shown) if affected else "no DAG downstream of what changed"),
+    ]
+
+
+def _named(items: list[str], shown: int) -> str:
+    text = "; ".join(items[:shown])
+    return f"{text}; and {len(items) - shown} more" if len(items) > shown else text
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
 def render_table(document: dict[str, Any]) -> str:
     """The summary lines, a findings table and what the codes mean, then the lossiness records.
+    A pre-merge check's document (with a ``change`` part) says first what the change does.
 
     Every cell and line from the estate is escaped (``printable``) before the column widths are
     measured, so a control character can neither drive the terminal nor break a row.
     """
     findings = sorted(document["findings"], key=table_order)
-    lines = [
+    change = document.get("change")
+    lines = [printable(line) for line in change_lines(change)] + [""] if isinstance(change, dict) else []
+    lines += [
         summary_line(document),
         *context_lines(document),
         baseline_sentence(document.get("baseline")),

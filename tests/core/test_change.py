@@ -1,0 +1,239 @@
+"""A parsed bundle put in place of the baseline's (``core/change.py``), and what the change does.
+
+The estates here are built from small REST-shaped artifacts through the same parse a capture
+feeds: bundle ``orders`` (``load_orders`` produces ``s3://lake/orders``) and bundle ``finance``
+(``daily_revenue`` consumes it and produces ``s3://lake/revenue``, which ``board_report`` reads).
+The folder's parse is stood in for by artifacts of bundle ``orders`` alone, as the DAG-folder parse
+gives them (tests/capture/ test that parse against a real server).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from airflow_provider_coremodels.core import audit, build_document, load_document
+from airflow_provider_coremodels.core.audit import Baseline
+from airflow_provider_coremodels.core.change import (
+    Target,
+    change_json,
+    deployed,
+    describe,
+    parsed_bundle,
+    splice,
+)
+from airflow_provider_coremodels.core.document import encode, governed_fingerprint
+from airflow_provider_coremodels.core.merge import Part, merge
+from airflow_provider_coremodels.core.model import Estate, State
+from airflow_provider_coremodels.core.parse import build_estate
+from airflow_provider_coremodels.core.render import change_lines
+
+ROOT = "/opt/airflow/dags"
+STATE = State(connector_version="test")
+
+
+def dag(dag_id: str, bundle: str, path: str, owner: str, *, paused: bool = False) -> dict[str, Any]:
+    return {
+        "dag_id": dag_id,
+        "bundle_name": bundle,
+        "relative_fileloc": path,
+        "fileloc": f"{ROOT}/{bundle}/{path}",
+        "description": f"{dag_id} does its work",
+        "owners": [owner],
+        "tags": [],
+        "is_paused": paused,
+        "is_stale": False,
+        "timetable_summary": "@daily",
+    }
+
+
+def asset(uri: str, producers: list[str], consumers: list[str]) -> dict[str, Any]:
+    return {
+        "uri": uri,
+        "name": uri,
+        "group": "asset",
+        "producing_tasks": [{"dag_id": d, "task_id": "publish"} for d in producers],
+        "scheduled_dags": [{"dag_id": d} for d in consumers],
+        "consuming_tasks": [],
+        "aliases": [],
+        "watchers": [],
+    }
+
+
+def orders_bundle() -> dict[str, Any]:
+    """Bundle ``orders`` as its folder parses: one DAG producing one asset."""
+    return {
+        "dags": [dag("load_orders", "orders", "load_orders.py", "ingest")],
+        "tasks": {"load_orders": {"tasks": [{"task_id": "publish", "operator_name": "BashOperator"}]}},
+        "assets": [asset("s3://lake/orders", ["load_orders"], [])],
+    }
+
+
+def finance_bundle() -> dict[str, Any]:
+    return {
+        "dags": [
+            dag("daily_revenue", "finance", "revenue.py", "finance"),
+            dag("board_report", "finance", "report.py", "board"),
+        ],
+        "tasks": {
+            "daily_revenue": {"tasks": [{"task_id": "publish", "operator_name": "PythonOperator"}]},
+            "board_report": {"tasks": [{"task_id": "send", "operator_name": "EmailOperator"}]},
+        },
+        "assets": [
+            asset("s3://lake/orders", [], ["daily_revenue"]),
+            asset("s3://lake/revenue", ["daily_revenue"], ["board_report"]),
+        ],
+    }
+
+
+def estate_of(*bundles: dict[str, Any], import_errors: list[dict[str, Any]] | None = None) -> Estate:
+    dags = [d for b in bundles for d in b["dags"]]
+    tasks = {k: v for b in bundles for k, v in b["tasks"].items()}
+    assets: dict[str, dict[str, Any]] = {}
+    for b in bundles:
+        for a in b["assets"]:
+            seen = assets.setdefault(a["uri"], copy.deepcopy(a))
+            if seen is not a:
+                for key in ("producing_tasks", "scheduled_dags"):
+                    seen[key] = [*seen[key], *(x for x in a[key] if x not in seen[key])]
+    dags_doc = {"dags": dags, "includes_stale": True, "import_errors": import_errors or []}
+    return build_estate(dags_doc, tasks, {"assets": list(assets.values())})
+
+
+def stored(estate: Estate) -> Estate:
+    """The estate as a sink stores it and a baseline reads it back."""
+    snapshot = load_document(encode(build_document(estate, audit(estate))))
+    assert snapshot.estate is not None
+    return snapshot.estate
+
+
+@pytest.fixture
+def baseline() -> Estate:
+    return stored(estate_of(orders_bundle(), finance_bundle()))
+
+
+def judged(baseline: Estate, parsed: Estate, target: Target | None = None):
+    after = splice(baseline, parsed, target or Target("orders"))
+    then = audit(baseline).findings
+    now = audit(after, Baseline(None, baseline)).findings
+    return after, describe(baseline, after, then, now, bundle="orders")
+
+
+def codes(findings: Any) -> list[tuple[str, str]]:
+    return sorted((f.code, f.subject) for f in findings)
+
+
+def test_an_unchanged_bundle_is_the_baseline_itself(baseline: Estate) -> None:
+    after, change = judged(baseline, estate_of(orders_bundle()))
+    assert governed_fingerprint(after.datasets, after.lineage) == governed_fingerprint(
+        baseline.datasets, baseline.lineage
+    )
+    assert change.empty and change.affected == ()
+    assert change_lines(change_json(change)) == [
+        "This change (bundle orders, no baseline): no change: "
+        "the folder parses to the estate the baseline holds"
+    ]
+
+
+def test_a_dropped_outlet_opens_the_starved_asset_and_names_every_dag_downstream(baseline: Estate) -> None:
+    bundle = orders_bundle()
+    bundle["assets"] = []  # the refactor lost the outlet
+    _, change = judged(baseline, estate_of(bundle))
+    assert codes(change.opened) == [
+        ("asset-unproduced", "s3://lake/orders"),
+        ("lineage-removed", "load_orders -> s3://lake/orders"),
+    ]
+    assert [(e.dependent, e.depends_on) for e in change.lineage_removed] == [
+        ("s3://lake/orders", "load_orders")
+    ]
+    # daily_revenue reads the asset; board_report reads what daily_revenue makes: both, with owners
+    assert [(a.dag, a.owners, a.through) for a in change.affected] == [
+        ("board_report", ("board",), "s3://lake/orders"),
+        ("daily_revenue", ("finance",), "s3://lake/orders"),
+    ]
+    lines = change_lines(change_json(change))
+    assert lines[0].startswith("This change (bundle orders, no baseline): opens 2 findings (2 Warning)")
+    assert "lineage +0 -1" in lines[0] and "changed" not in lines[0]  # its tasks are as they were
+    assert lines[1] == (
+        "breaks: Warning asset-unproduced s3://lake/orders; Warning lineage-removed load_orders -> s3://lake/orders"
+    )
+    assert lines[2] == (
+        "affects: board_report (board) through s3://lake/orders; daily_revenue (finance) through s3://lake/orders"
+    )
+
+
+def test_a_deleted_dag_is_removed_and_the_other_bundle_is_never(baseline: Estate) -> None:
+    bundle = orders_bundle()
+    bundle["dags"].append(dag("orders_extra", "orders", "extra.py", "ingest"))
+    bundle["tasks"]["orders_extra"] = {"tasks": []}
+    with_extra = stored(estate_of(bundle, finance_bundle()))
+    after, change = judged(with_extra, estate_of(orders_bundle()))
+    assert change.dags_removed == ("orders_extra",) and change.dags_added == ()
+    assert ("dataset-removed", "orders_extra") in codes(change.opened)
+    assert {d.identity for d in after.dags()} == {"load_orders", "daily_revenue", "board_report"}
+
+
+def test_a_renamed_asset_starves_its_consumers_in_the_other_bundle(baseline: Estate) -> None:
+    bundle = orders_bundle()
+    bundle["assets"] = [asset("s3://lake/orders_v2", ["load_orders"], [])]
+    after, change = judged(baseline, estate_of(bundle))
+    assert ("asset-unproduced", "s3://lake/orders") in codes(change.opened)
+    assert {a.identity for a in after.assets()} == {
+        "s3://lake/orders",
+        "s3://lake/orders_v2",
+        "s3://lake/revenue",
+    }
+    assert [a.dag for a in change.affected] == ["board_report", "daily_revenue"]
+
+
+def test_a_file_that_breaks_keeps_its_dags_as_last_parsed_and_is_an_error(baseline: Estate) -> None:
+    trace = "Traceback (most recent call last):\n  File x\nNameError: name 'x' is not defined"
+    errors = [{"filename": "load_orders.py", "bundle_name": "orders", "stack_trace": trace}]
+    # the bundle's only file no longer imports: no DAG at all, which is a change, not unusable input
+    parsed = parsed_bundle(
+        {"dags": [], "includes_stale": True, "import_errors": errors}, {}, {"assets": []}, state=STATE
+    )
+    after, change = judged(baseline, parsed)
+    assert "load_orders" in {d.identity for d in after.dags()}  # kept as last parsed, as Airflow keeps it
+    assert [(f.file, f.dags) for f in after.import_errors] == [("orders/load_orders.py", ("load_orders",))]
+    opened = codes(change.opened)
+    assert ("dag-import-error", "orders/load_orders.py") in opened
+    assert ("asset-unproduced", "s3://lake/orders") in opened
+    error = next(f for f in change.opened if f.code == "dag-import-error")
+    assert "NameError: name 'x' is not defined" in (error.detail or "")
+    assert "daily_revenue" in [a.dag for a in change.affected]
+
+
+def test_a_new_dag_takes_the_pause_a_new_dag_would_and_the_baseline_root() -> None:
+    base = stored(estate_of(orders_bundle(), finance_bundle()))
+    known = deployed(base, Target("orders"))
+    assert known.root == f"{ROOT}/orders" and known.paused == {"load_orders": False} and known.known
+    assert deployed(base, Target("nowhere")).known is False
+
+
+def test_a_merged_baseline_replaces_one_deployments_bundle_only(baseline: Estate) -> None:
+    merged = stored(
+        merge(
+            [
+                Part("prod", estate_of(orders_bundle(), finance_bundle())),
+                Part("staging", estate_of(orders_bundle())),
+            ]
+        )
+    )
+    bundle = orders_bundle()
+    bundle["assets"] = []
+    after, change = judged(merged, estate_of(bundle), Target("orders", "prod"))
+    dags = {d.identity for d in after.dags()}
+    assert dags == {"prod/load_orders", "prod/daily_revenue", "prod/board_report", "staging/load_orders"}
+    # staging still produces the asset, so prod's consumers are not starved, but the edge is gone
+    assert [(e.dependent, e.depends_on) for e in change.lineage_removed] == [
+        ("s3://lake/orders", "prod/load_orders")
+    ]
+    assert ("asset-unproduced", "s3://lake/orders") not in codes(change.opened)
+    unchanged, none = judged(merged, estate_of(orders_bundle()), Target("orders", "prod"))
+    assert none.empty
+    assert governed_fingerprint(unchanged.datasets, unchanged.lineage) == governed_fingerprint(
+        merged.datasets, merged.lineage
+    )
