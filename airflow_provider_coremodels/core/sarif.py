@@ -62,6 +62,15 @@ def render_sarif(
     names = display_names(document)
     rules = catalogue(document)
     rule_index = {code: i for i, code in enumerate(rules)}
+    # A pre-merge check's document: the findings its change opens point at the line where their
+    # DAG is defined, so code scanning annotates the pull request's diff.
+    given = document.get("change")
+    change: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    opened = {
+        (f.get("code"), f.get("subject")) for f in change.get("findingsOpened", ()) if isinstance(f, Mapping)
+    }
+    defined = change.get("lines")
+    lines: Mapping[str, Any] = defined if isinstance(defined, Mapping) else {}
 
     def _about(code: str) -> Subject:
         """What a finding's subject names; a code this version does not know may be a DAG or an asset."""
@@ -86,8 +95,11 @@ def render_sarif(
         paths = [waivers_path] if about == "waiver" and waivers_path else locator.paths(finding, about)
         if deployments := locator.deployments(finding, about):
             result["properties"]["deployments"] = deployments
+        if (code, finding["subject"]) in opened:
+            result["properties"]["change"] = "opened"
         if paths:
-            result["locations"] = [_physical(path) for path in paths]
+            at = locator.lines(finding, about, lines) if (code, finding["subject"]) in opened else {}
+            result["locations"] = [_physical(path, at.get(path, 1)) for path in paths]
         else:  # nothing left on disk to point at (a removed DAG, an asset only external DAGs touch)
             result["locations"] = [{"logicalLocations": [locator.logical(finding, about)]}]
             if locator.escaped(finding, about):
@@ -191,10 +203,11 @@ def _identity(code: str, subject: str) -> str:
     return hashlib.sha256(f"{code}\0{subject}".encode()).hexdigest()[:32]
 
 
-def _physical(path: str) -> dict[str, Any]:
-    """A file's first line, its path percent-encoded as a SARIF uri must be (``a b.py``: ``a%20b.py``)."""
+def _physical(path: str, line: int = 1) -> dict[str, Any]:
+    """A line of a file (its first by default), the path percent-encoded as a SARIF uri must be
+    (``a b.py``: ``a%20b.py``)."""
     uri = quote(path, safe="/")
-    return {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}}}
+    return {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}}}
 
 
 class _Locator:
@@ -278,6 +291,15 @@ class _Locator:
             file = self.broken.get(finding["subject"])
             return [file] if file else []
         return sorted({self.files[dag] for dag in self.dags(finding, about)})
+
+    def lines(self, finding: Mapping[str, Any], about: Subject, defined: Mapping[str, Any]) -> dict[str, int]:
+        """Where in each of its files a finding's DAG is defined (``defined``: dag_id -> line)."""
+        out: dict[str, int] = {}
+        for dag in self.dags(finding, about) if about != "file" else ():
+            line = defined.get(dag)
+            if isinstance(line, int) and not isinstance(line, bool) and line >= 1:
+                out.setdefault(self.files[dag], line)
+        return out
 
     def escaped(self, finding: Mapping[str, Any], about: Subject) -> bool:
         """Whether the finding is about a DAG or file whose path was refused as leaving its folder."""

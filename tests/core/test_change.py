@@ -10,9 +10,13 @@ gives them (tests/capture/ test that parse against a real server).
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 from typing import Any
 
+import jsonschema
 import pytest
+from support.helpers import SARIF_SCHEMA
 
 from airflow_provider_coremodels.core import audit, build_document, load_document
 from airflow_provider_coremodels.core.audit import Baseline
@@ -29,6 +33,7 @@ from airflow_provider_coremodels.core.merge import Part, merge
 from airflow_provider_coremodels.core.model import Estate, State
 from airflow_provider_coremodels.core.parse import build_estate
 from airflow_provider_coremodels.core.render import change_lines
+from airflow_provider_coremodels.core.sarif import render_sarif
 
 ROOT = "/opt/airflow/dags"
 STATE = State(connector_version="test")
@@ -237,3 +242,28 @@ def test_a_merged_baseline_replaces_one_deployments_bundle_only(baseline: Estate
     assert governed_fingerprint(unchanged.datasets, unchanged.lineage) == governed_fingerprint(
         merged.datasets, merged.lineage
     )
+
+
+def test_sarif_points_the_findings_a_change_opens_at_the_line_defining_their_dag() -> None:
+    finance = finance_bundle()
+    finance["dags"][1]["description"] = None  # a finding the estate already has
+    baseline = stored(estate_of(orders_bundle(), finance))
+    bundle = orders_bundle()
+    bundle["dags"].append(dag("orders_audit", "orders", "load_orders.py", "airflow"))  # no owner
+    bundle["tasks"]["orders_audit"] = {"tasks": []}
+    after, change = judged(baseline, estate_of(bundle))
+    change = dataclasses.replace(change, lines={"orders_audit": 42, "load_orders": 7})
+    document = build_document(after, audit(after, Baseline(None, baseline)))
+    document["change"] = change_json(change)
+    sarif = json.loads(render_sarif(document, tool_version="t", source_root="dags"))
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text())).validate(sarif)
+    by_key = {(r["ruleId"], r["properties"]["subject"]): r for r in sarif["runs"][0]["results"]}
+    opened = by_key[("dag-no-owner", "orders_audit")]
+    assert opened["properties"]["change"] == "opened"
+    region = opened["locations"][0]["physicalLocation"]
+    assert region == {"artifactLocation": {"uri": "dags/orders/load_orders.py"}, "region": {"startLine": 42}}
+    # a finding the estate already had stays at the file's first line, and is not marked
+    assert ("dag-no-owner", "orders_audit") in codes(change.opened)
+    kept = by_key[("dag-no-description", "board_report")]
+    assert "change" not in kept["properties"]
+    assert kept["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
