@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from airflow_provider_coremodels.core.audit import _edge_detail, edge_subject
+from airflow_provider_coremodels.core.change import Change, change_json, describe
 from airflow_provider_coremodels.core.changes import FindingKey, finding_key, opened_and_closed
 from airflow_provider_coremodels.core.document import edge_json, load_document
 from airflow_provider_coremodels.core.markdown import _code, _text
@@ -169,6 +170,10 @@ class Comparison:
     edges_added: tuple[Edge, ...]
     edges_removed: tuple[Edge, ...]
     not_compared: tuple[str, ...]
+    #: What ``audit --dag-folder`` calls the change (``core/change.py``), the findings aside: the
+    #: DAGs that came, went or changed, and every DAG downstream of what changed; None when a side
+    #: was stored without its estate.
+    change: Change | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -243,6 +248,9 @@ def compare(old: Side, new: Side) -> Comparison:
                 "so its edges are unknown"
             )
     fields_added, fields_removed, fields_changed = fields
+    change = None
+    if old.estate is not None and new.estate is not None:
+        change = describe(old.estate, new.estate, (), (), baseline=old.fingerprint)
     return Comparison(
         old,
         new,
@@ -256,6 +264,7 @@ def compare(old: Side, new: Side) -> Comparison:
         tuple(edges_added),
         tuple(edges_removed),
         tuple(not_compared),
+        change,
     )
 
 
@@ -364,7 +373,18 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
             "removed": [edge_json(e) for e in c.edges_removed],
         },
         "notCompared": list(c.not_compared),
+        **({"change": _change_part(c)} if c.change is not None else {}),
     }
+
+
+def _change_part(c: Comparison) -> dict[str, Any]:
+    """The ``change`` part an ``audit --dag-folder`` document has, for these two snapshots."""
+    assert c.change is not None
+    part = change_json(c.change)
+    part["findingsOpened"] = [change.as_dict() for change in c.opened]
+    part["findingsClosed"] = [change.as_dict() for change in c.closed]
+    del part["bundle"], part["lines"]
+    return part
 
 
 def _side_line(label: str, side: Side) -> str:
@@ -415,6 +435,13 @@ def _sections(c: Comparison) -> list[tuple[str, tuple[str, ...], list[tuple[str,
         ),
         ("lineage edges added", ("edge", "what"), edge_rows(c.edges_added)),
         ("lineage edges removed", ("edge", "what"), edge_rows(c.edges_removed)),
+        (
+            "DAGs affected downstream",
+            ("dag", "owners", "through"),
+            [(a.dag, ", ".join(a.owners) or "no owner", a.through) for a in c.change.affected]
+            if c.change is not None
+            else [],
+        ),
     ]
     return [section for section in sections if section[2]]
 
@@ -467,7 +494,7 @@ def render_comparison_markdown(c: Comparison, *, max_rows: int = MAX_MARKDOWN_RO
         out += ["No change: the same open findings and the same estate.", ""]
     else:
         out += [_text(_counts_line(c)), ""]
-    code_columns = {"code", "subject", "identity", "task", "edge"}
+    code_columns = {"code", "subject", "identity", "task", "edge", "dag", "through"}
     for title, columns, rows in _sections(c):
         out += [f"### {title[:1].upper()}{title[1:]} ({len(rows)})", ""]
         out.append("| " + " | ".join(column.capitalize() for column in columns) + " |")

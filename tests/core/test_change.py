@@ -267,3 +267,23 @@ def test_sarif_points_the_findings_a_change_opens_at_the_line_defining_their_dag
     kept = by_key[("dag-no-description", "board_report")]
     assert "change" not in kept["properties"]
     assert kept["locations"][0]["physicalLocation"]["region"] == {"startLine": 1}
+
+
+def test_compare_of_two_snapshots_shows_the_same_change_part(baseline: Estate) -> None:
+    from airflow_provider_coremodels.core.compare import compare, comparison_json, read_side
+
+    bundle = orders_bundle()
+    bundle["assets"] = []
+    after, change = judged(baseline, estate_of(bundle))
+    then = encode(build_document(baseline, audit(baseline)))
+    now = encode(build_document(after, audit(after, Baseline(None, baseline))))
+    part = comparison_json(compare(read_side("old", "old.json", then), read_side("new", "new.json", now)))[
+        "change"
+    ]
+    ours = change_json(change)
+    for key in ("lineageAdded", "lineageRemoved", "dagsAdded", "dagsRemoved", "dagsChanged", "affected"):
+        assert part[key] == ours[key], key
+    assert [(f["code"], f["subject"]) for f in part["findingsOpened"]] == [
+        (f["code"], f["subject"]) for f in ours["findingsOpened"]
+    ]
+    assert part["affected"] and part["baseline"] == load_document(then).fingerprint
