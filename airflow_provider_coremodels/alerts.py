@@ -1,7 +1,8 @@
 """Telling people: metrics through Airflow's own ``Stats``, and notifiers on new findings.
 
 Both run after the push, and neither can cost the snapshot anything: a metrics backend that is
-down or a notifier that fails is logged (an error line naming it) and the export goes on.
+down or a notifier that fails is logged (an error line naming it) and the export goes on; a
+notifier that does not return within its deadline is abandoned (a warning line naming it).
 
 Metrics (``docs/alerts.md`` lists them): every value is sent once under a plain name with
 tags (``deployment``, ``severity``, ``code``), for DogStatsD and OpenTelemetry, and once more
@@ -12,14 +13,20 @@ as Airflow's own legacy names do, for a StatsD that takes no tags; ``[metrics] l
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import logging
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_coremodels import defaults
+from airflow_provider_coremodels.core.freshness import positive_number
 from airflow_provider_coremodels.core.render import display_names
 from airflow_provider_coremodels.core.rules import SEVERITY_ORDER
+from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.redaction import SECRETS
 
 if TYPE_CHECKING:
@@ -134,35 +141,119 @@ def alert_context(result: ExportResult, page_url: str | None) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Notified:
+    """What became of each notifier of one export, by name, in the order they were called."""
+
+    sent: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    abandoned: tuple[str, ...] = ()
+
+    def line(self, deadline: float) -> str:
+        """``notifiers: 3 called (deadline 10 s each): 1 sent, 1 failed, 1 abandoned``."""
+        called = len(self.sent) + len(self.failed) + len(self.abandoned)
+        return (
+            f"notifiers: {called} called (deadline {seconds(deadline)} s each): {len(self.sent)} sent, "
+            f"{len(self.failed)} failed, {len(self.abandoned)} abandoned"
+        )
+
+
+def seconds(value: float) -> str:
+    """``10``, ``0.5``: a deadline as the log writes it."""
+    return f"{value:g}"
+
+
+def checked_deadline(value: Any) -> float:
+    """An operator's ``notifier_timeout``: a positive number of seconds, else a ``UsageError``."""
+    deadline = positive_number(value)
+    if deadline is None:
+        raise UsageError(f"notifier_timeout must be a positive number of seconds, got {value!r}")
+    return deadline
+
+
+class _Call:
+    """One notifier's call in a thread of its own; what it came to, unless it was abandoned first."""
+
+    def __init__(self, notifier: Any, context: dict[str, Any]) -> None:
+        self.notifier, self.context = notifier, context
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.abandoned = False
+        self._lock = threading.Lock()
+
+    def run(self) -> None:
+        error: BaseException | None = None
+        try:
+            self.notifier(self.context)
+        except BaseException as exc:  # SystemExit too: a thread would swallow it unseen
+            error = exc
+        finally:
+            with self._lock:
+                if not self.abandoned:  # a late outcome is nobody's: it was counted as abandoned
+                    self.error = error
+                    self.done.set()
+
+    def wait(self, deadline: float) -> bool:
+        """True when the call ended within ``deadline`` seconds; else it is abandoned for good."""
+        if self.done.wait(deadline):
+            return True
+        with self._lock:
+            if self.done.is_set():  # it ended between the wait and the lock
+                return True
+            self.abandoned = True
+            return False
+
+
 def notify(
     notifiers: Iterable[Any],
     context: Mapping[str, Any],
     result: ExportResult,
     page_url: str | None,
     *,
+    deadline: float = defaults.NOTIFIER_TIMEOUT,
     logger: Any = log,
-) -> list[str]:
+) -> Notified:
     """Call each notifier (``BaseNotifier``: ``SmtpNotifier``, ``SlackNotifier``, ...) with the task's
-    context plus ``coremodels``, when there is a new finding. Returns the notifiers that failed,
-    each also an error line on ``logger`` (the task's log); a failure never stops the others or
-    the export.
+    context plus ``coremodels``, when there is a new finding, one after the other in their order.
+
+    Each runs in a daemon thread of its own and is given ``deadline`` seconds: one that raises is
+    an error line on ``logger`` (the task's log), one still running then is abandoned with a
+    warning line, and the next one is called either way. A thread cannot be stopped, so an
+    abandoned notifier runs on unseen until it returns or the process ends; being a daemon, it
+    never keeps the process alive, and whatever it comes to later is not counted (not as sent).
 
     Each notifier is copied first: rendering its templates replaces them in place, and an
     operator (in ``dag.test()``, say) may run again.
     """
-    if not result.changes.new:
-        return []
-    failed = []
+    notifiers = list(notifiers)
+    if not notifiers or not result.changes.new:
+        return Notified()
+    outcomes: dict[str, list[str]] = {"sent": [], "failed": [], "abandoned": []}
     for notifier in notifiers:
         name = type(notifier).__name__
-        try:
-            copy.copy(notifier)({**context, "coremodels": alert_context(result, page_url)})
-        except Exception as exc:
-            log.error(
+        call = _Call(copy.copy(notifier), {**context, "coremodels": alert_context(result, page_url)})
+        # the caller's context variables (the task's, the log's) go with the call
+        thread = threading.Thread(
+            target=contextvars.copy_context().run, args=(call.run,), name=f"coremodels-notifier-{name}"
+        )
+        thread.daemon = True
+        thread.start()
+        if not call.wait(deadline):
+            logger.warning(
+                "CoreModels notifier %s did not return within %s s: abandoned", name, seconds(deadline)
+            )
+            outcomes["abandoned"].append(name)
+        elif call.error is not None:
+            exc = call.error
+            logger.error(
                 "CoreModels notifier %s failed: %s", name, SECRETS.scrub(f"{type(exc).__name__}: {exc}")
             )
-            failed.append(name)
-    return failed
+            outcomes["failed"].append(name)
+        else:
+            outcomes["sent"].append(name)
+    notified = Notified(**{key: tuple(names) for key, names in outcomes.items()})
+    logger.info("%s", notified.line(deadline))
+    return notified
 
 
 def as_notifiers(value: Any) -> Sequence[Any]:

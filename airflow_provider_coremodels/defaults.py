@@ -51,3 +51,9 @@ MAX_RULES_FILE_BYTES = 16 << 20
 #: The most one HTTP response body may hold once decompressed: a DAG page or one DAG's tasks is
 #: far less; a larger body (a gzip bomb, a runaway server) is refused, not inflated.
 MAX_RESPONSE_BYTES = 64 << 20
+#: Seconds each notifier of ``on_new_findings`` may take before it is abandoned (``notifier_timeout``).
+#: A notification is one webhook call or one SMTP exchange, a second or two at most when its
+#: service is up: 10 s leaves a wide margin, and five notifiers that all hang (each has its own
+#: deadline, one after the other) still hold a task under a minute. Airflow's SMTP connection,
+#: by contrast, waits 30 s for an answer and tries 6 times: three minutes for a relay that is down.
+NOTIFIER_TIMEOUT = 10.0

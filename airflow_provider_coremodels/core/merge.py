@@ -116,7 +116,8 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None, clock: datetime
         captured_at=newest,
         deployments=tuple(part.deployment for part in parts),
     )
-    freshness = _merged_freshness(parts, captured, lossiness)  # its records first, then the sort
+    bound = format_time(clock) if clock is not None else None  # for a part with no capture time
+    freshness = _merged_freshness(parts, captured, bound, lossiness)  # its records first, then the sort
     lossiness.sort(key=lambda r: (r.artifact, r.subject or "", r.message))
     return Estate(
         datasets=tuple(datasets),
@@ -267,12 +268,14 @@ def _stale_record(part: Part, captured: str | None, reference: datetime | None) 
 
 
 def _merged_freshness(
-    parts: Sequence[Part], captured: Mapping[str, str], lossiness: list[Lossiness]
+    parts: Sequence[Part], captured: Mapping[str, str], bound: str | None, lossiness: list[Lossiness]
 ) -> Freshness:
     """Each deployment's facts, its DAGs renamed; what one deployment does not know stays unknown
     for its own assets and DAGs only. An asset update or registration a part dates after its own
-    capture cannot have been seen by it: it is taken as at that capture (a record says so), so
-    one deployment's claim of an update in the future never silences another's stale asset."""
+    capture cannot have been seen by it: it is taken as at that capture (a record says so); a part
+    with no capture time is held to ``bound``, the merge's clock. So no asset's last update is
+    ever later than the merge's clock; an update a part dates earlier is taken at its word, and
+    may make another deployment's stale asset look fresh (docs/federation.md says so)."""
     updates: dict[str, str | None] = {}
     told = False
     created: dict[str, str] = {}
@@ -285,6 +288,8 @@ def _merged_freshness(
         facts = part.estate.freshness
         rename = functools.partial(merged_id, part.deployment)
         ceiling = captured.get(part.deployment)
+        limit = "its capture" if ceiling else "the merge's clock"
+        ceiling = ceiling or bound
         clamp = functools.partial(_at_most, ceiling)
         future = sum(
             1
@@ -296,7 +301,7 @@ def _merged_freshness(
                 Lossiness(
                     "snapshot",
                     f"deployment {part.deployment}: {future} asset time{'s' if future != 1 else ''} dated "
-                    f"after its capture ({ceiling}) taken as at its capture",
+                    f"after {limit} ({ceiling}) taken as at {limit}",
                 )
             )
         if facts.asset_updates is not None:

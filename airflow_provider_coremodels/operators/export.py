@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.alerts import as_notifiers, notify, send_metrics
+from airflow_provider_coremodels.alerts import as_notifiers, checked_deadline, notify, send_metrics
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.policy import Policy, rules_from_value
 from airflow_provider_coremodels.core.render import (
@@ -76,6 +76,8 @@ class CoreModelsExportOperator(BaseOperator):
         open in the previous stored snapshot. Its templates see the task's context and
         ``coremodels`` (``new_findings``, ``resolved_findings``, ``text``, ``page_url``, ...;
         docs/alerts.md). A notifier that fails is logged and never fails the task.
+    :param notifier_timeout: the seconds each notifier may take (10 by default); one that has not
+        returned by then is abandoned, with a line in the log, and the next one is called.
     :param metrics: send the export's metrics (open findings per severity and code, new and
         resolved findings, capture duration, requests and retries) through Airflow's ``Stats``,
         wherever ``[metrics]`` sends Airflow's own.
@@ -115,6 +117,7 @@ class CoreModelsExportOperator(BaseOperator):
         stale_tolerance: float = defaults.STALE_TOLERANCE,
         deployment: str | None = None,
         on_new_findings: Any = None,
+        notifier_timeout: float = defaults.NOTIFIER_TIMEOUT,
         metrics: bool = True,
         history_keep: int = 0,
         history_max_age_days: float | None = None,
@@ -133,6 +136,7 @@ class CoreModelsExportOperator(BaseOperator):
         self.stale_tolerance = stale_tolerance
         self.deployment = deployment
         self.on_new_findings = on_new_findings
+        self.notifier_timeout = notifier_timeout
         self.metrics = metrics
         self.coremodels_page_url: str | None = None  # set once a snapshot is pushed: the task's link
         self.history_keep = history_keep
@@ -156,6 +160,7 @@ class CoreModelsExportOperator(BaseOperator):
         from airflow_provider_coremodels.export import ExportSettings
 
         try:
+            deadline = checked_deadline(self.notifier_timeout)
             settings = ExportSettings(  # every argument checked here, before anything is captured
                 sinks=self.sinks,
                 sink_conn_id=self.sink_conn_id,
@@ -195,7 +200,14 @@ class CoreModelsExportOperator(BaseOperator):
         if self.metrics:
             deployment = str(document["state"].get("deployment") or self.airflow_api_conn_id)
             send_metrics(result, deployment, logger=self.log)
-        notify(as_notifiers(self.on_new_findings), context, result, self.coremodels_page_url, logger=self.log)
+        notify(
+            as_notifiers(self.on_new_findings),
+            context,
+            result,
+            self.coremodels_page_url,
+            deadline=deadline,
+            logger=self.log,
+        )
         fail_on_sinks(self.log, result.failed)
         fail_on_findings(document, self.fail_on)
         return summary

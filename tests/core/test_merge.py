@@ -239,3 +239,72 @@ def test_a_parts_times_are_never_later_than_the_merges_clock() -> None:
     said = [r.message for r in merged.lossiness]
     assert any("captured at 9999-12-31T23:59:59Z, after the merge's clock" in m for m in said)
     assert any("dated after its capture" in m for m in said)
+
+
+CLOCK = datetime(2026, 12, 1, 6, 0, tzinfo=timezone.utc)
+EVIL_TIMES = "deployment evil: 1 asset time dated after"
+
+
+def _orders_at(when: str) -> dict:
+    return {"uri": ORDERS, "last_asset_event": {"id": 2, "timestamp": when}}
+
+
+@pytest.mark.parametrize(
+    ("claim", "captured", "records"),
+    [
+        pytest.param("2026-12-01T05:30:00Z", "2026-12-01T05:30:00Z", [], id="at-its-capture"),
+        pytest.param(
+            "9999-12-31T00:00:00Z",
+            "2026-12-01T05:30:00Z",
+            [f"{EVIL_TIMES} its capture (2026-12-01T05:30:00Z) taken as at its capture"],
+            id="after-its-capture",
+        ),
+        pytest.param(
+            "9999-12-31T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+            [
+                f"{EVIL_TIMES} its capture (2026-12-01T06:00:00Z) taken as at its capture",
+                "deployment evil: its snapshot says it was captured at 9999-12-31T23:59:59Z, "
+                "after the merge's clock (2026-12-01T06:00:00Z): taken as captured then",
+            ],
+            id="after-the-clock",
+        ),
+        pytest.param(
+            "9999-12-31T00:00:00Z",
+            None,
+            [f"{EVIL_TIMES} the merge's clock (2026-12-01T06:00:00Z) taken as at the merge's clock"],
+            id="no-capture-time",
+        ),
+    ],
+)
+def test_a_part_that_claims_an_update_still_silences_another_deployments_stale_asset(
+    claim: str, captured: str | None, records: list[str]
+) -> None:
+    """What docs/federation.md says a merge does not prevent: a part that merely lists another
+    deployment's asset (no DAG of its own touches it) with an update no later than its own capture
+    (or later, clamped to it) makes that asset's last update its own claim, and ``asset-stale``
+    goes. A claim within its capture is taken at its word, without a record; only a later one is
+    clamped, with one. What is prevented: neither the judging time (the newest capture) nor the
+    claimed update is ever later than the merge's clock, even from a part with no capture time."""
+    stale = {**producer("load"), "last_asset_event": {"id": 1, "timestamp": "2026-11-20T00:00:00Z"}}
+    etl = part(
+        "etl",
+        [dag("load"), dag("report", schedule="Asset")],
+        [{**stale, "scheduled_dags": [{"dag_id": "report"}]}],
+        failed_latest_run=[],
+        captured_at="2026-12-01T05:00:00Z",
+    )
+    alone = merge([etl], clock=CLOCK)
+    assert [f.code for f in audit(alone).findings if f.section == "Freshness"] == ["asset-stale"]
+
+    evil = part("evil", [dag("x")], [_orders_at(claim)], captured_at=captured)
+    merged = merge([etl, evil], clock=CLOCK)
+    assert [f.code for f in audit(merged).findings if f.section == "Freshness"] == []
+    assert merged.freshness.asset_updates is not None
+    bounded = min(captured or "9999", "2026-12-01T06:00:00Z")
+    assert merged.freshness.asset_updates[ORDERS] == bounded
+    assert merged.state.captured_at == (bounded if captured else "2026-12-01T05:00:00Z")
+    said = sorted(r.message for r in merged.lossiness if r.artifact == "snapshot")
+    assert said == records  # nothing else says evil claimed it
+    asset = next(d for d in merged.datasets if d.identity == ORDERS)
+    assert "airflow.producedIn" not in asset.metadata  # evil declares no edge: nothing names it on the asset

@@ -5,13 +5,17 @@ an estate's findings change between days: the first export (no previous snapshot
 that opens (a waiver withdrawn), and the same finding closing again (the waiver back). What the
 notifiers received is checked where it arrives: Airflow's own ``SmtpNotifier`` delivers to a
 real SMTP server on 127.0.0.1, a recording notifier writes the context it was given, and the
-metrics are read as a StatsD daemon receives them, from a UDP socket. Nothing is mocked.
+metrics are read as a StatsD daemon receives them, from a UDP socket. Between a notifier that
+always fails and the others, one waits on a service that never answers (a real TCP server that
+accepts and stays silent until the test ends): it is abandoned at its deadline, the others are
+called, and the task's process ends with it still waiting. Nothing is mocked.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +23,7 @@ import pytest
 from support.airflow_server import migrated_home
 from support.dag_runs import api_connection, run_dag
 from support.helpers import AIRFLOW_VERSION, REPO, SERVED_ESTATE
-from support.listeners import SmtpServer, StatsdListener, running_smtp
+from support.listeners import SilentServer, SmtpServer, StatsdListener, running_smtp
 
 pytestmark = pytest.mark.airflow_server
 
@@ -33,7 +37,13 @@ def smtp() -> Iterator[SmtpServer]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, airflow_server, smtp):
+def silent() -> Iterator[SilentServer]:
+    with SilentServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, airflow_server, smtp, silent):
     """The three runs, in order; each with what arrived by mail, by StatsD and at the notifier."""
     home = tmp_path_factory.mktemp("alerts")
     dags = home / "dags"
@@ -49,6 +59,7 @@ def runs(tmp_path_factory, airflow_server, smtp):
         AIRFLOW_CONN_SMTP_LOCAL=smtp.connection(),
         AIRFLOW_VAR_COREMODELS_SINKS=str(sink),
         COREMODELS_TEST_NOTES=str(notes),
+        COREMODELS_TEST_SILENT=silent.address,
     )
     results = []
     with StatsdListener() as statsd:
@@ -104,6 +115,23 @@ def test_the_first_export_tells_of_every_open_finding(runs) -> None:
         else "CoreModels notifier BrokenNotifier failed: RuntimeError: the chat service is down"
     )
     assert said in first["log"]
+
+
+def test_a_notifier_that_never_returns_is_abandoned_and_holds_nothing(runs, silent) -> None:
+    """The hung notifier is one line, at its deadline (the DAG sets 2 s); the notifiers after it
+    were called (the mail and the note above); each run that told of new findings called it once,
+    and ended, in success, while it still waited: its process went, and its connection with it."""
+    for run in runs[:2]:
+        assert "CoreModels notifier HangingNotifier did not return within 2 s: abandoned" in run["log"]
+        assert "notifiers: 4 called (deadline 2 s each): " in run["log"]
+        assert run["notes"] and run["mails"]
+    assert "HangingNotifier" not in runs[2]["log"]  # nothing new: no notifier called
+    assert silent.accepted == 2
+    for _ in range(50):  # the server sees each client's end on its next turn (0.2 s at most)
+        if silent.hung_up == silent.accepted:
+            break
+        time.sleep(0.1)
+    assert silent.hung_up == 2  # the server never answered: each process's end closed them
 
 
 def test_a_finding_that_opens_reaches_the_notifiers_alone(runs) -> None:

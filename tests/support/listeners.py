@@ -1,13 +1,16 @@
-"""Real local servers that receive what the provider sends out: StatsD over UDP, and SMTP.
+"""Real local servers that receive what the provider sends out: StatsD over UDP, SMTP, and a
+service that never answers.
 
 ``StatsdListener`` is a UDP socket on 127.0.0.1 that keeps every datagram, as a StatsD daemon
 receives them from Airflow's own StatsD client. ``SmtpServer`` is an SMTP server (aiosmtpd) on
-127.0.0.1 that keeps every message it accepts, as a mail relay would.
+127.0.0.1 that keeps every message it accepts, as a mail relay would. ``SilentServer`` accepts
+TCP connections and never says a word, as a chat service that hangs.
 """
 
 from __future__ import annotations
 
 import email
+import selectors
 import socket
 import threading
 from collections.abc import Iterator
@@ -68,6 +71,45 @@ class StatsdListener:
             if name.startswith(prefix):
                 out[name] = value
         return out
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts every connection, never answers, and keeps it open
+    until it stops (its ``with`` block ends): a client waiting on it waits for ever. ``accepted``
+    counts the connections made, ``hung_up`` those whose client went away first."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.accepted = 0
+        self.hung_up = 0
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.sock, selectors.EVENT_READ)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> SilentServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for key in list(self._selector.get_map().values()):
+            key.fileobj.close()  # type: ignore[union-attr]
+        self._selector.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            for key, _ in self._selector.select(0.2):
+                if key.fileobj is self.sock:
+                    connection, _ = self.sock.accept()
+                    self.accepted += 1
+                    self._selector.register(connection, selectors.EVENT_READ)
+                elif not key.fileobj.recv(4096):  # type: ignore[union-attr]
+                    self.hung_up += 1
+                    self._selector.unregister(key.fileobj)
+                    key.fileobj.close()  # type: ignore[union-attr]
 
 
 @dataclass
