@@ -1,13 +1,14 @@
-"""Regular expressions from a rules file, matched against a whole string in time linear in it.
+"""Regular expressions from a rules file: Python's meaning, matched by RE2 in linear time and bounded memory.
 
 Python's ``re`` backtracks: ``(a|a)*b``, ``(a+)+b`` or ``\\w*\\w*\\w*\\w*!`` take time exponential
 (or of a high power) in the length of a string they do not match, and a rules file is input. Refusing
 "nested quantifiers" does not close that door (the last two have none worth the name), so the rules'
-regexes are not run by ``re`` at all. They are compiled here, as RE2 and Rust's ``regex`` compile
-theirs, into a Thompson NFA run as a lazily built DFA: each character of the string costs one step
-over at most ``MAX_STATES`` NFA states, whatever the pattern, and once the DFA state is known (the
-usual case after a few strings) one dictionary lookup. No pattern can make a match slower than
-``len(text) * MAX_STATES`` steps.
+regexes are not run by ``re`` at all. They are read here with Python's grammar and meaning, written
+out again in RE2's syntax with every character class spelled as code point ranges (so ``\\d``,
+``\\w``, ``\\s`` and ``.`` mean exactly what they mean to this Python's ``re``, not RE2's ASCII
+classes), and matched by RE2 (``google-re2``): an automaton whose work per character is bounded
+whatever the pattern, in at most ``MAX_MEMORY`` bytes per pattern (RE2's ``max_mem``: past it, RE2
+drops its DFA cache or falls back to its NFA, slower but still linear, and never larger).
 
 What is supported is the common subset that needs no backtracking, with Python's meaning (``re``
 checks the syntax first, so a pattern that does not compile says so in ``re``'s words): literals,
@@ -17,46 +18,93 @@ too: for a whole match they mean the same), the escapes ``\\n \\t \\r \\f \\v \\
 \\Uhhhhhhhh``, and ``^``/``\\A`` at the very start and ``$``/``\\Z`` at the very end (no-ops, since the
 whole string must match). Refused, each with its reason: backreferences, lookarounds, conditionals,
 atomic groups and possessive quantifiers, inline flags, word boundaries, anchors anywhere else,
-nested sets and set operations, and a pattern that expands past ``MAX_STATES`` (``a{1000}``).
+nested sets and set operations, a pattern that expands past ``MAX_STATES`` positions
+(``(a{100}){100}``), and one whose compiled program RE2 cannot fit in ``MAX_MEMORY``. RE2's own
+syntax never reaches RE2: what Python reads differently (``\\pL``, ``\\z``, ``[[:alpha:]]``,
+``(?U)``, ``\\Q...\\E``) is refused by ``re`` or by the parse below, and RE2 is only given the text
+written from the parsed tree.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import re2
 
 #: The longest pattern accepted.
 MAX_PATTERN_CHARS = 500
 #: The largest bound of a counted repeat ``{m,n}``.
 MAX_REPEAT = 100
-#: The most NFA states a pattern may expand to: the bound on the work per character.
+#: The most positions (NFA states) a pattern may expand to: a bound on RE2's work per character.
 MAX_STATES = 2000
-#: DFA states kept before the cache is dropped and built again (memory stays bounded).
-MAX_DFA_STATES = 4000
+#: RE2's memory budget per pattern (``max_mem``): its compiled program and its DFA cache.
+MAX_MEMORY = 4 << 20
+_LAST = 0x10FFFF
 
 
 class PatternError(ValueError):
     """A pattern that cannot be matched here: the message says why, in a phrase."""
 
 
-CharTest = Callable[[str], bool]
+#: A set of characters: sorted, disjoint, non-adjacent inclusive code point ranges.
+Ranges = tuple[tuple[int, int], ...]
 
 
-def _word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
+def _merged(ranges: list[tuple[int, int]]) -> Ranges:
+    out: list[tuple[int, int]] = []
+    for low, high in sorted(ranges):
+        if out and low <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], high))
+        else:
+            out.append((low, high))
+    return tuple(out)
 
 
-_CATEGORIES: dict[str, CharTest] = {
-    "d": str.isdecimal,
-    "D": lambda ch: not ch.isdecimal(),
-    "w": _word,
-    "W": lambda ch: not _word(ch),
-    "s": str.isspace,
-    "S": lambda ch: not ch.isspace(),
-}
+def _complement(ranges: Ranges) -> Ranges:
+    out: list[tuple[int, int]] = []
+    at = 0
+    for low, high in ranges:
+        if low > at:
+            out.append((at, low - 1))
+        at = high + 1
+    if at <= _LAST:
+        out.append((at, _LAST))
+    return tuple(out)
+
+
+@functools.cache
+def _classes() -> dict[str, Ranges]:
+    """What ``\\d``, ``\\w`` and ``\\s`` match, asked of ``re`` itself over every code point (lone
+    surrogates too: a str may hold them), so that the meaning is this Python's, Unicode version and all."""
+    everything = _every_code_point()
+    return {
+        letter: tuple((found.start(), found.end() - 1) for found in re.finditer(rf"\{letter}+", everything))
+        for letter in "dws"
+    }
+
+
+def _every_code_point() -> str:
+    """U+0000 to U+10FFFF in order, decoded from their UTF-32 bytes laid out by slices: 4 MB and some
+    30 ms, where a million ``chr`` calls take 0.6 s and 100 MB."""
+    count = _LAST + 1  # 17 planes of 65,536
+    raw = bytearray(4 * count)  # little-endian: the low byte first, the fourth always 0
+    raw[0::4] = bytes(range(256)) * (count // 256)
+    raw[1::4] = bytes(high for high in range(256) for _ in range(256)) * (count // 65536)
+    raw[2::4] = b"".join(bytes([plane]) * 65536 for plane in range(count // 65536))
+    return raw.decode("utf-32-le", "surrogatepass")
+
+
+def _category(letter: str) -> Ranges:
+    """``\\d \\w \\s`` and their negations ``\\D \\W \\S`` as code point ranges."""
+    ranges = _classes()[letter.lower()]
+    return _complement(ranges) if letter.isupper() else ranges
+
+
+_CATEGORIES = frozenset("dDwWsS")
 _CONTROL = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a"}
 _HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
 _REFUSED_ESCAPES = {
@@ -64,11 +112,12 @@ _REFUSED_ESCAPES = {
     "B": "word boundaries (\\B) are not supported",
     "N": "named characters (\\N{...}) are not supported; write the character itself",
 }
+_NOT_NEWLINE = _complement(((10, 10),))
 
 
 # -- the parse: pattern text -> a small tree --------------------------------------------------
 #
-# ("char", test) | ("cat", [node, ...]) | ("alt", [node, ...]) | ("rep", node, min, max or None)
+# ("char", ranges) | ("cat", [node, ...]) | ("alt", [node, ...]) | ("rep", node, min, max or None)
 Node = tuple[Any, ...]
 
 
@@ -118,7 +167,7 @@ class _Parser:
         if ch == "[":
             return ("char", self.char_class())
         if ch == ".":
-            return ("char", lambda c: c != "\n")
+            return ("char", _NOT_NEWLINE)
         if ch == "^":
             if self.pos == 1:
                 return None
@@ -193,7 +242,7 @@ class _Parser:
             raise self.fail("bad escape (end of pattern)")
         ch = self.take()
         if ch in _CATEGORIES:
-            return ("char", _CATEGORIES[ch])
+            return ("char", _category(ch))
         if ch == "A":
             if self.pos == 2:
                 return None
@@ -223,13 +272,11 @@ class _Parser:
             raise self.fail(f"bad escape \\{ch}")
         return ch
 
-    def char_class(self) -> CharTest:
+    def char_class(self) -> Ranges:
         negate = self.peek() == "^"
         if negate:
             self.take()
-        chars: set[str] = set()
-        ranges: list[tuple[str, str]] = []
-        tests: list[CharTest] = []
+        ranges: list[tuple[int, int]] = []
         first = True
         while True:
             ch = self.peek()
@@ -242,20 +289,21 @@ class _Parser:
             if ch == "[" or self.text.startswith(("--", "&&", "~~", "||"), self.pos):
                 raise self.fail("nested sets and set operations are not supported in a character class")
             item = self.class_item()
-            if callable(item):
-                tests.append(item)
+            if isinstance(item, tuple):
+                ranges.extend(item)
                 continue
             if self.peek() == "-" and self.peek(1) not in (None, "]"):
                 self.take()
                 end = self.class_item()
-                if callable(end) or end < item:
+                if isinstance(end, tuple) or end < item:
                     raise self.fail("bad character range")
-                ranges.append((item, end))
+                ranges.append((ord(item), ord(end)))
             else:
-                chars.add(item)
-        return _class_test(frozenset(chars), tuple(ranges), tuple(tests), negate)
+                ranges.append((ord(item), ord(item)))
+        merged = _merged(ranges)
+        return _complement(merged) if negate else merged
 
-    def class_item(self) -> str | CharTest:
+    def class_item(self) -> str | Ranges:
         ch = self.take()
         if ch != "\\":
             return ch
@@ -263,7 +311,7 @@ class _Parser:
             raise self.fail("bad escape (end of pattern)")
         ch = self.take()
         if ch in _CATEGORIES:
-            return _CATEGORIES[ch]
+            return _category(ch)
         return self.escaped_char(ch, in_class=True)
 
 
@@ -279,128 +327,88 @@ _GROUP_REFUSALS = {
 }
 
 
-def _literal(ch: str) -> CharTest:
-    return ch.__eq__
+def _literal(ch: str) -> Ranges:
+    return ((ord(ch), ord(ch)),)
 
 
-def _class_test(
-    chars: frozenset[str], ranges: tuple[tuple[str, str], ...], tests: tuple[CharTest, ...], negate: bool
-) -> CharTest:
-    def test(ch: str) -> bool:
-        inside = ch in chars or any(low <= ch <= high for low, high in ranges) or any(t(ch) for t in tests)
-        return inside != negate
-
-    return test
+# -- RE2: the tree written out in RE2's syntax, compiled within a memory budget ----------------
 
 
-# -- the NFA and the lazily built DFA ---------------------------------------------------------
+def _states(node: Node) -> int:
+    """How many NFA states ``node`` expands to (Thompson's construction, counted repeats copied out):
+    a bound on how many threads RE2's NFA can run at once, and so on its work per character."""
+    kind = node[0]
+    if kind == "char":
+        return 1
+    if kind == "cat":
+        return sum(_states(item) for item in node[1])
+    if kind == "alt":
+        return 1 + sum(_states(branch) for branch in node[1])
+    _, body, low, high = node
+    size, copies = _states(body), int(low)
+    if high is None:
+        return 1 + size + copies * size
+    return (int(high) - copies) * (1 + size) + copies * size
 
 
-@dataclass(eq=False)
-class _DState:
-    """A set of NFA states as one DFA state; ``next`` grows as characters are met."""
-
-    ids: frozenset[int]
-    accepting: bool
-    next: dict[str, _DState] = field(default_factory=dict)
+def _code_point(point: int) -> str:
+    return chr(point) if chr(point).isascii() and chr(point).isalnum() else f"\\x{{{point:x}}}"
 
 
+def _written(node: Node) -> str:
+    """``node`` in RE2's syntax: every set spelled as ranges, every group non-capturing."""
+    kind = node[0]
+    if kind == "char":
+        ranges: Ranges = node[1]
+        if not ranges:
+            return f"[^\\x{{0}}-\\x{{{_LAST:x}}}]"  # an empty set ([^\\s\\S]): it matches nothing
+        if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+            return _code_point(ranges[0][0])
+        spans = (
+            _code_point(low) if low == high else f"{_code_point(low)}-{_code_point(high)}"
+            for low, high in ranges
+        )
+        return "[" + "".join(spans) + "]"
+    if kind == "cat":
+        return "".join(_written(item) for item in node[1])
+    if kind == "alt":
+        return "(?:" + "|".join(_written(branch) for branch in node[1]) + ")"
+    _, body, low, high = node
+    repeat = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((low, high))
+    if repeat is None:
+        repeat = f"{{{low},}}" if high is None else f"{{{low}}}" if low == high else f"{{{low},{high}}}"
+    return f"(?:{_written(body)}){repeat}"
+
+
+def _options() -> re2.Options:
+    options = re2.Options()
+    options.max_mem = MAX_MEMORY
+    options.never_capture = True  # a yes or no is all a rule asks: RE2's DFA alone can answer it
+    options.log_errors = False  # RE2 would print each time its DFA runs out of budget
+    return options
+
+
+@dataclass(frozen=True, eq=False)
 class WholeMatch:
-    """A compiled pattern: ``matcher(text)`` says whether the whole of ``text`` matches."""
+    """A compiled pattern: ``matcher(text)`` says whether the whole of ``text`` matches. The RE2
+    object comes from ``re2.compile``, which keeps the last 128 compiled in a cache of its own: the
+    same pattern compiled again (a rules file read twice) is the same object, budget and all."""
 
-    def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
-        self._tests: list[CharTest | None] = []  # per state: its character test (None: a split)
-        self._outs: list[list[int]] = []  # per state: where it goes (a test: one; a split: two)
-        tree = _Parser(pattern).parse()
-        accept = self._state(None, [])
-        self._start_id = self._compile(tree, accept)
-        self._accept = accept
-        self._closures: dict[int, frozenset[int]] = {}
-        start = self._closure(self._start_id)
-        self._start = _DState(start, accept in start)
-        self._states: dict[frozenset[int], _DState] = {start: self._start}
-
-    def _state(self, test: CharTest | None, outs: list[int]) -> int:
-        if len(self._tests) >= MAX_STATES:
-            raise PatternError(f"is too costly: it expands to more than {MAX_STATES} states")
-        self._tests.append(test)
-        self._outs.append(outs)
-        return len(self._tests) - 1
-
-    def _compile(self, node: Node, then: int) -> int:
-        """The state that starts ``node``, which goes on to ``then`` once matched."""
-        kind = node[0]
-        if kind == "char":
-            return self._state(node[1], [then])
-        if kind == "cat":
-            for item in reversed(node[1]):
-                then = self._compile(item, then)
-            return then
-        if kind == "alt":
-            return self._state(None, [self._compile(branch, then) for branch in node[1]])
-        _, body, low, high = node
-        if high is None:  # body{low,}: low copies, then a loop
-            loop = self._state(None, [])
-            self._outs[loop].extend([self._compile(body, loop), then])
-            start = loop
-        else:  # body{low,high}: low copies, then high - low optional ones
-            start = then
-            for _ in range(high - low):
-                start = self._state(None, [self._compile(body, start), then])
-        for _ in range(low):
-            start = self._compile(body, start)
-        return start
-
-    def _closure(self, state: int) -> frozenset[int]:
-        """The states reachable from ``state`` without reading a character, that read one or accept."""
-        cached = self._closures.get(state)
-        if cached is not None:
-            return cached
-        seen, stack, found = {state}, [state], set()
-        while stack:
-            current = stack.pop()
-            if self._tests[current] is not None or current == self._accept:
-                found.add(current)
-            else:
-                for out in self._outs[current]:
-                    if out not in seen:
-                        seen.add(out)
-                        stack.append(out)
-        result = frozenset(found)
-        self._closures[state] = result
-        return result
-
-    def _dstate(self, ids: frozenset[int]) -> _DState:
-        known = self._states.get(ids)
-        if known is None:
-            if len(self._states) >= MAX_DFA_STATES:
-                # Bounded memory: start again from an empty cache (a state in use stays valid).
-                self._states.clear()
-                start = self._start.ids
-                self._start = self._states[start] = _DState(start, self._accept in start)
-            known = self._states.setdefault(ids, _DState(ids, self._accept in ids))
-        return known
-
-    def _step(self, current: _DState, ch: str) -> _DState:
-        ids: set[int] = set()
-        for state in current.ids:
-            test = self._tests[state]
-            if test is not None and test(ch):
-                ids |= self._closure(self._outs[state][0])
-        following = self._dstate(frozenset(ids))
-        if len(current.next) < 256:  # a state's transitions stay bounded too
-            current.next[ch] = following
-        return following
+    pattern: str
+    #: The same pattern in RE2's syntax, as RE2 was given it.
+    written: str
+    _regexp: Any
 
     def __call__(self, text: str) -> bool:
-        state = self._start
-        for ch in text:
-            following = state.next.get(ch)
-            state = following if following is not None else self._step(state, ch)
-            if not state.ids:
-                return False
-        return state.accepting
+        # surrogatepass: a lone surrogate (which a str may hold) stays the code point it is, as RE2
+        # reads a three-byte sequence, so that [^a] and . match it, as in re
+        return self._regexp.fullmatch(text.encode("utf-8", "surrogatepass")) is not None
+
+    @property
+    def program_size(self) -> int:
+        """RE2's compiled program, in instructions."""
+        size: int = self._regexp.programsize
+        return size
 
 
 def compile_whole(pattern: str) -> WholeMatch:
@@ -416,6 +424,22 @@ def compile_whole(pattern: str) -> WholeMatch:
     except (OverflowError, RecursionError):
         raise PatternError("does not compile: it nests or repeats too much") from None
     try:
-        return WholeMatch(pattern)
+        tree = _Parser(pattern).parse()
+        if _states(tree) + 1 > MAX_STATES:
+            raise PatternError(f"is too costly: it expands to more than {MAX_STATES} states")
+        written = _written(tree)
     except RecursionError:
         raise PatternError("nests too deeply") from None
+    try:
+        regexp = re2.compile(written, _options())
+    except re2.error as exc:
+        raise PatternError(_refused_by_re2(exc)) from None
+    return WholeMatch(pattern, written, regexp)
+
+
+def _refused_by_re2(exc: Exception) -> str:
+    said = exc.args[0] if exc.args else b""
+    said = said.decode("utf-8", "replace") if isinstance(said, bytes) else str(said)
+    if "repetition" in said:  # RE2 caps the product of nested counted repeats: (a{10}){10}){11}
+        return "is too costly: its counted repeats multiply past 1000 (RE2's limit)"
+    return f"is too costly: RE2 cannot compile it within {MAX_MEMORY >> 20} MiB ({said or 'no reason given'})"

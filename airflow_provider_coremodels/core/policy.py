@@ -10,8 +10,9 @@ the section Policy, waivable, counted by ``--fail-on`` and shown in every view l
 The file is refused whole, before anything is captured, when any rule is malformed: the error
 names the rule's index and key (``rules[2].require.dag_id``). It is read by the reader every
 hand-written file shares (``team_files``), so anchors, aliases and deep nesting are refused as
-in a waiver file. A regex is compiled by ``linear_regex``, which matches in linear time or
-refuses the pattern; globs are ``fnmatch``'s, which match in linear time since Python 3.9.
+in a waiver file. A regex is compiled by ``linear_regex`` (Python's meaning, matched by RE2),
+which matches in linear time within a memory budget or refuses the pattern; globs are
+``fnmatch``'s, which match in linear time since Python 3.9.
 
 The checks run in time linear in the estate: one pass over the DAGs (and their tasks) per rule,
 each answer for a repeated value (a tag, a bundle) worked out once.

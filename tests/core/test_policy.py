@@ -507,7 +507,7 @@ def test_a_regex_that_would_backtrack_runs_in_linear_time(pattern: str) -> None:
     dags = [dag("a" * 200 + str(i) + "x" * 48) for i in range(200)]  # Airflow's longest: 250 characters
     estate = parse_artifacts(json.dumps({"dags": dags}).encode())
     rule = policy.rules[0]
-    # never re: the automaton's cost is linear (tests/core/test_linear_regex.py counts it)
+    # never re: RE2, linear in time and bounded in memory (tests/core/test_linear_regex.py bounds it)
     assert isinstance(rule.check, DagId) and isinstance(rule.check.regex, WholeMatch)
     result = audit(estate, policy=policy)
     assert sum(f.code == "policy-id" for f in result.findings) == 200
