@@ -214,18 +214,46 @@ def _parse_file(path: str, request: dict[str, Any]) -> dict[str, Any]:
     return {"dags": dags, "import_errors": errors}
 
 
+def _die_with_parent() -> None:
+    """On Linux, the child is killed when the parse server ends (killed at its own budget, say):
+    in a process group of its own, it would otherwise outlive it."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _keep_crashes_fatal() -> None:
+    """Leave SIGSEGV and SIGBUS fatal in the child. Airflow 3.3's importer installs a Python
+    handler for SIGSEGV, which cannot run on a real fault: Python's C handler only sets a flag and
+    returns to the faulting instruction, which faults again, forever; the file would hang to its
+    deadline instead of being reported as the crash it is."""
+    install = signal.signal
+
+    def guarded(signum: Any, handler: Any) -> Any:
+        if signum in (signal.SIGSEGV, signal.SIGBUS):
+            return signal.getsignal(signum)
+        return install(signum, handler)
+
+    signal.signal = guarded  # type: ignore[assignment]
+
+
 def _child(path: str, out: str, request: dict[str, Any], memory_limit: int | None) -> None:
     """The forked child: parse one file, write the outcome, and leave without cleanup."""
     code = 0
     try:
         os.setpgid(0, 0)  # its own process group: a deadline kills what the DAG code started too
+        _die_with_parent()
         os.environ["_AIRFLOW_PROCESS_CONTEXT"] = "client"  # no ORM access from DAG code (3.3)
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash dumps no core (slow, and DAG data)
         if memory_limit is not None:
             resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _keep_crashes_fatal()
         try:
             result: dict[str, Any] = _parse_file(path, request)
         except SystemExit as exc:
