@@ -56,6 +56,7 @@ lint: install
 VENV_OLDEST ?= .venv-oldest
 PY_OLDEST := $(VENV_OLDEST)/bin/python
 OLDEST_TESTS := tests/operators tests/cli tests/core tests/test_provider.py tests/capture/test_source.py \
+	tests/capture/test_dag_folder.py \
 	tests/capture/test_live_capture.py::test_a_connection_stored_in_the_metadata_database_works_from_the_command_line
 
 $(VENV_OLDEST)/.installed: pyproject.toml constraints-oldest.txt
@@ -79,6 +80,7 @@ bench-smoke: install
 	$(PY) benchmarks/bench_mcp.py --sizes 200 --repeat 1
 	$(PY) benchmarks/bench_polite.py --dags 20 --tasks-per-dag 3 --repeat 1 --idle 2 --gap 0.5
 	$(PY) benchmarks/bench_vs_client.py --dags 20 --tasks-per-dag 3 --repeat 1 --concurrency 8 --quiet 0
+	$(PY) benchmarks/bench_dag_folder.py --files 20 --repeat 1
 
 clean:
 	rm -rf $(VENV) $(VENV_OLDEST) coremodels-out .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -1,0 +1,627 @@
+"""The parse server: run as ``python -m airflow_provider_coremodels.capture.dag_folder_worker``.
+
+Started by :func:`~airflow_provider_coremodels.capture.dag_folder.parse_dag_folder` in a fresh
+process with a cleaned environment; it reads one request (JSON) on stdin, imports Airflow once,
+lists the folder's DAG files as the dag-processor does, and forks one child per file (at most
+``workers`` at a time), each parsing its file with Airflow's ``DagBag`` under an address-space
+limit and writing its serialized DAGs (or its import error) to a file of its own. A child that
+hangs past the deadline is killed; one that exits or dies is an import error of its file. Then
+it maps everything to the REST shapes (tasks through the API's own ``TaskResponse``, assets
+through ``AssetModelOperation.collect``, the dependency graph through Airflow's own resolver)
+and writes the result, as JSON, to the path the request names.
+
+It imports nothing of the package, so the DAG code it runs
+meets no state of the provider.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+#: What a child may add to the parse server's address space before an allocation fails.
+DEFAULT_MEMORY = 4 << 30
+#: Between a child's end and its deadline: Airflow's own import timeout (SIGALRM) fires first.
+_POLL_SECONDS = 0.002
+
+
+def _kwargs_for(func: Any, **wanted: Any) -> dict[str, Any]:
+    import inspect
+
+    accepted = inspect.signature(func).parameters
+    return {key: value for key, value in wanted.items() if key in accepted}
+
+
+def _dag_bag_class() -> Any:
+    try:  # Airflow 3.1+
+        from airflow.dag_processing.dagbag import DagBag
+    except ImportError:  # Airflow 3.0
+        from airflow.models.dagbag import DagBag  # type: ignore[no-redef,unused-ignore]
+    return DagBag
+
+
+def _serializer() -> Any:
+    try:  # Airflow 3.2+
+        from airflow.serialization.serialized_objects import DagSerialization
+
+        return DagSerialization
+    except ImportError:  # Airflow 3.0, 3.1
+        from airflow.serialization import serialized_objects
+
+        return serialized_objects.SerializedDAG  # type: ignore[attr-defined,unused-ignore]
+
+
+def _pre_import(files: list[str]) -> None:
+    """Import, once in the parse server, the Airflow modules the files import, so each forked child
+    starts with them (the dag-processor's ``[dag_processor] parsing_pre_import_modules``)."""
+    import importlib
+
+    try:
+        from airflow.utils.file import iter_airflow_imports
+    except ImportError:
+        return
+    seen: set[str] = set()
+    for path in files:
+        if not path.endswith(".py"):
+            continue
+        try:
+            modules = list(iter_airflow_imports(path))
+        except Exception:  # a file that does not compile: its child says so
+            continue
+        for module in modules:
+            if module in seen:
+                continue
+            seen.add(module)
+            with contextlib.suppress(BaseException):  # a module that fails is the file's import error
+                importlib.import_module(module)
+
+
+# -- the child: one file -------------------------------------------------------------------------
+
+
+def _dag_entry(dag: Any, data: dict[str, Any], bundle: str, conf: Any) -> dict[str, Any]:
+    """A DAG as ``GET /dags`` answers: the API's own ``DAGResponse`` over the fields
+    ``DagModelOperation.update_dags`` writes (no runs: no next run is known), and what
+    ``/details`` adds (the asset condition, its ids filled in later, and ``doc_md``)."""
+    from airflow.api_fastapi.core_api.datamodels.dags import DAGResponse
+
+    timetable = dag.timetable
+
+    def configured(value: Any, key: str) -> Any:
+        return conf.getint("core", key) if value is None else value
+
+    tasks_limited = getattr(dag, "has_task_concurrency_limits", None)
+    if tasks_limited is None:
+        tasks_limited = any(
+            t.max_active_tis_per_dag is not None or t.max_active_tis_per_dagrun is not None for t in dag.tasks
+        )
+    display = getattr(dag, "_dag_display_property_value", None) or getattr(dag, "dag_display_name", None)
+    display = display or dag.dag_id
+    row = {
+        "dag_id": dag.dag_id,
+        "dag_display_name": display,
+        "is_paused": False,  # the parse server sets it: the baseline's, or as at creation
+        "is_stale": False,
+        "last_parsed_time": None,
+        "last_parse_duration": None,
+        "last_expired": None,
+        "bundle_name": bundle,
+        "bundle_version": None,
+        "relative_fileloc": dag.relative_fileloc,
+        "fileloc": dag.fileloc,
+        "description": dag.description,
+        "timetable_summary": timetable.summary,
+        "timetable_description": timetable.description,
+        "timetable_partitioned": getattr(timetable, "partitioned", False),
+        "timetable_periodic": getattr(timetable, "periodic", False),
+        # a tag row, and the DAG it belongs to (DagTagResponse reads its display name from there)
+        "tags": [
+            {"name": tag, "dag_id": dag.dag_id, "dag": {"dag_display_name": display}}
+            for tag in sorted(dag.tags or ())
+        ],
+        "max_active_tasks": configured(dag.max_active_tasks, "max_active_tasks_per_dag"),
+        "max_active_runs": configured(dag.max_active_runs, "max_active_runs_per_dag"),
+        "max_consecutive_failed_dag_runs": configured(
+            getattr(dag, "max_consecutive_failed_dag_runs", None), "max_consecutive_failed_dag_runs_per_dag"
+        ),
+        "has_task_concurrency_limits": bool(tasks_limited),
+        "has_import_errors": False,
+        "next_dagrun": None,
+        "next_dagrun_data_interval_start": None,
+        "next_dagrun_data_interval_end": None,
+        "next_dagrun_create_after": None,
+        "allowed_run_types": sorted(getattr(dag, "allowed_run_types", None) or ()) or None,
+        "owners": dag.owner or conf.get("operators", "default_owner"),
+    }
+    row.update(_next_run(dag))
+    entry: dict[str, Any] = DAGResponse.model_validate(row).model_dump(mode="json", by_alias=True)
+    entry["asset_expression"] = timetable.asset_condition.as_expression()
+    entry["doc_md"] = data.get("dag", {}).get("doc_md")
+    return entry
+
+
+def _next_run(dag: Any) -> dict[str, Any]:
+    """The next run a new DAG row gets (``DagModel.calculate_dagrun_date_fields`` with no run
+    before it), on a row no session holds; nothing where it cannot be computed."""
+    from airflow.models.dag import DagModel
+
+    row: Any = DagModel(dag_id=dag.dag_id)  # type: ignore[no-untyped-call,unused-ignore]
+    try:
+        row.calculate_dagrun_date_fields(
+            dag,
+            **_kwargs_for(row.calculate_dagrun_date_fields, reference_run=None, last_automated_dag_run=None),
+        )
+    except Exception:
+        return {}
+    return {
+        "next_dagrun": row.next_dagrun,
+        "next_dagrun_data_interval_start": row.next_dagrun_data_interval_start,
+        "next_dagrun_data_interval_end": row.next_dagrun_data_interval_end,
+        "next_dagrun_create_after": row.next_dagrun_create_after,
+    }
+
+
+def _tasks(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """``GET /dags/{dag_id}/tasks``: the API's own ``TaskResponse`` over the DAG as the API server
+    reads it back from its serialized form, ordered by task_id as the endpoint does."""
+    from airflow.api_fastapi.core_api.datamodels.tasks import TaskResponse
+
+    deserialized = _serializer().from_dict(data)
+    tasks = sorted(deserialized.tasks, key=lambda task: task.task_id)
+    return [TaskResponse.model_validate(task).model_dump(mode="json", by_alias=True) for task in tasks]
+
+
+def _parse_file(path: str, request: dict[str, Any]) -> dict[str, Any]:
+    from airflow.configuration import conf
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+
+    dag_bag = _dag_bag_class()
+    folder = request["folder"]
+    bag = dag_bag(
+        **_kwargs_for(
+            dag_bag.__init__,
+            dag_folder=path,
+            bundle_path=Path(folder),
+            bundle_name=request["bundle"],
+            include_examples=False,
+            load_op_links=False,
+            safe_mode=request["safe_mode"],
+        )
+    )
+    depth = conf.getint("core", "dagbag_import_error_traceback_depth", fallback=2)
+    errors = dict(bag.import_errors)
+    dags = []
+    for dag in bag.dags.values():
+        try:
+            data = _serializer().to_dict(dag)
+            lazy = LazyDeserializedDAG(data=data)
+            entry = _dag_entry(lazy, data, request["bundle"], conf)
+            tasks = _tasks(data)
+        except Exception:
+            # as the dag-processor records a DAG it cannot serialize: an import error of its file
+            errors[getattr(dag, "relative_fileloc", None) or dag.fileloc] = traceback.format_exc(limit=-depth)
+            continue
+        dags.append({"entry": entry, "tasks": tasks, "data": data})
+    return {"dags": dags, "import_errors": errors}
+
+
+def _die_with_parent() -> None:
+    """On Linux, the child is killed when the parse server ends (killed at its own budget, say):
+    in a process group of its own, it would otherwise outlive it."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+def _keep_crashes_fatal() -> None:
+    """Leave SIGSEGV and SIGBUS fatal in the child. Airflow 3.3's importer installs a Python
+    handler for SIGSEGV, which cannot run on a real fault: Python's C handler only sets a flag and
+    returns to the faulting instruction, which faults again, forever; the file would hang to its
+    deadline instead of being reported as the crash it is."""
+    install = signal.signal
+
+    def guarded(signum: Any, handler: Any) -> Any:
+        if signum in (signal.SIGSEGV, signal.SIGBUS):
+            return signal.getsignal(signum)
+        return install(signum, handler)
+
+    signal.signal = guarded  # type: ignore[assignment]
+
+
+def _child(path: str, out: str, request: dict[str, Any], memory_limit: int | None) -> None:
+    """The forked child: parse one file, write the outcome, and leave without cleanup."""
+    code = 0
+    try:
+        os.setpgid(0, 0)  # its own process group: a deadline kills what the DAG code started too
+        _die_with_parent()
+        os.environ["_AIRFLOW_PROCESS_CONTEXT"] = "client"  # no ORM access from DAG code (3.3)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash dumps no core (slow, and DAG data)
+        if memory_limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _keep_crashes_fatal()
+        try:
+            result: dict[str, Any] = _parse_file(path, request)
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 1
+            result = {"failure": f"the parse of this file exited with code {status}"}
+        except BaseException:  # a MemoryError outside Airflow's own handler, say
+            result = {"failure": traceback.format_exc(limit=-4)}
+        with open(out + ".part", "w", encoding="utf-8") as handle:
+            json.dump(result, handle, default=str)
+        os.replace(out + ".part", out)
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)
+
+
+# -- the parse server ------------------------------------------------------------------------------
+
+
+def _address_space() -> int:
+    try:
+        with open("/proc/self/statm") as handle:
+            pages = int(handle.read().split()[0])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _parse_all(files: list[str], request: dict[str, Any], scratch: str) -> list[dict[str, Any]]:
+    """Each file in a forked child, ``workers`` at a time, each killed at its deadline."""
+    workers = max(1, int(request["workers"]))
+    timeout = float(request["timeout"])
+    deadline_after = timeout + max(1.0, 0.1 * timeout)
+    headroom = request.get("memory")
+    memory_limit = None if headroom is None else _address_space() + int(headroom)
+    outcomes: list[dict[str, Any]] = [{} for _ in files]
+    running: dict[int, tuple[int, float]] = {}  # pid -> (file index, deadline)
+    next_file = 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    while next_file < len(files) or running:
+        while next_file < len(files) and len(running) < workers:
+            out = os.path.join(scratch, f"{next_file}.json")
+            pid = os.fork()
+            if pid == 0:
+                _child(files[next_file], out, request, memory_limit)
+            running[pid] = (next_file, time.monotonic() + deadline_after)
+            next_file += 1
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            now = time.monotonic()
+            for child, (index, deadline) in list(running.items()):
+                if now >= deadline and "failure" not in outcomes[index]:
+                    outcomes[index] = {"failure": f"the parse of this file timed out after {timeout:g} s"}
+                    try:
+                        os.killpg(child, signal.SIGKILL)
+                    except OSError:
+                        with contextlib.suppress(OSError):
+                            os.kill(child, signal.SIGKILL)
+            time.sleep(_POLL_SECONDS)
+            continue
+        if pid not in running:
+            continue
+        index, _ = running.pop(pid)
+        with contextlib.suppress(OSError):  # what the DAG code left running in its group ends too
+            os.killpg(pid, signal.SIGKILL)
+        if "failure" in outcomes[index]:  # killed at its deadline
+            continue
+        out = os.path.join(scratch, f"{index}.json")
+        if os.WIFSIGNALED(status):
+            outcomes[index] = {
+                "failure": f"the parse of this file was killed by {_signal_name(os.WTERMSIG(status))}"
+            }
+        elif os.WEXITSTATUS(status) != 0 or not os.path.exists(out):
+            outcomes[index] = {"failure": f"the parse of this file exited with code {os.WEXITSTATUS(status)}"}
+        else:
+            with open(out, encoding="utf-8") as handle:
+                outcomes[index] = json.load(handle)
+            os.unlink(out)
+    return outcomes
+
+
+def _list_files(folder: str, safe_mode: bool) -> list[str]:
+    from airflow.utils.file import list_py_file_paths
+
+    return sorted(list_py_file_paths(folder, safe_mode=safe_mode))
+
+
+class _Assets:
+    """The asset rows a parse would write: ids in the order of creation, the active ones, and each
+    asset's references (``AssetModelOperation.collect`` over every DAG, in file order)."""
+
+    def __init__(self, lazy_dags: dict[str, Any], paused: dict[str, bool]) -> None:
+        from airflow.dag_processing.collection import AssetModelOperation
+
+        self.op = AssetModelOperation.collect(lazy_dags)
+        self.ids: dict[tuple[str, str], int] = {}
+        self.active: set[tuple[str, str]] = set()
+        names: set[str] = set()
+        uris: set[str] = set()
+        for number, key in enumerate(self.op.assets, start=1):
+            self.ids[key] = number
+            name, uri = key
+            if name not in names and uri not in uris:  # AssetActive: name and uri each unique
+                self.active.add(key)
+                names.add(name)
+                uris.add(uri)
+        self.paused = paused
+
+    def entry(self, key: tuple[str, str], created_at: str) -> dict[str, Any]:
+        asset = self.op.assets[key]
+        name, uri = key
+        scheduled = sorted(
+            dag_id
+            for dag_id, assets in self.op.schedule_asset_references.items()
+            if any((a.name, a.uri) == key for a in assets)
+        )
+
+        def tasks(references: dict[str, list[tuple[str, Any]]]) -> list[dict[str, Any]]:
+            return sorted(
+                (
+                    {"task_id": task_id, "dag_id": dag_id}
+                    for dag_id, pairs in references.items()
+                    for task_id, a in pairs
+                    if (a.name, a.uri) == key
+                ),
+                key=lambda ref: (ref["dag_id"], ref["task_id"]),
+            )
+
+        entry: dict[str, Any] = {
+            "id": self.ids[key],
+            "name": name,
+            "uri": uri,
+            "group": asset.group,
+            "extra": dict(asset.extra or {}),
+            "created_at": created_at,
+            "updated_at": created_at,
+            "scheduled_dags": [{"dag_id": dag_id} for dag_id in scheduled],
+            "producing_tasks": tasks(self.op.outlet_references),
+            "aliases": [],  # an alias reaches an asset only through an event, which no parse has
+            "last_asset_event": {"id": None, "timestamp": None},
+        }
+        inlets = getattr(self.op, "inlet_references", None)
+        if inlets is not None:  # Airflow 3.1+ lists task inlets (consuming_tasks)
+            entry["consuming_tasks"] = tasks(inlets)
+        # a watcher's trigger is registered only for an active asset an unpaused DAG is scheduled on
+        watched = key in self.active and any(not self.paused.get(dag_id, False) for dag_id in scheduled)
+        entry["watchers"] = (
+            [{"name": w.name} for w in getattr(asset, "watchers", None) or ()] if watched else []
+        )
+        return entry
+
+    def expand(self, expression: Any) -> Any:
+        """An asset condition with each asset's id, as ``update_dag_asset_expression`` stores it."""
+        if isinstance(expression, dict):
+            if set(expression) == {"asset"} and isinstance(expression["asset"], dict):
+                asset = dict(expression["asset"])
+                found = self.ids.get((str(asset.get("name")), str(asset.get("uri"))))
+                if found is not None:
+                    asset["id"] = found
+                return {"asset": asset}
+            return {key: self.expand(value) for key, value in expression.items()}
+        if isinstance(expression, list):
+            return [self.expand(item) for item in expression]
+        return expression
+
+
+def _dependencies(dags: list[dict[str, Any]], assets: _Assets) -> dict[str, Any]:
+    """``GET /ui/dependencies``: each DAG's serialized ``dag_dependencies`` resolved by Airflow's
+    own resolver, its four database lookups answered from the parse's asset rows."""
+    from airflow.models import serialized_dag
+
+    module: Any = serialized_dag
+    key_class = getattr(module, "UKey", None) or module.AssetUniqueKey
+    active_by_name = {name: (assets.ids[(name, uri)], name) for name, uri in assets.active}
+    active_by_uri = {uri: (assets.ids[(name, uri)], name) for name, uri in assets.active}
+
+    class Resolver(module._DagDependenciesResolver):  # type: ignore[misc]
+        def collect_asset_key_to_ids(self, asset_name_uris: Any) -> Any:
+            return {
+                key_class(name=name, uri=uri): assets.ids[(name, uri)]
+                for name, uri in asset_name_uris
+                if (name, uri) in assets.ids
+            }
+
+        def collect_asset_name_ref_to_ids_names(self, names: Any) -> Any:
+            return {name: active_by_name[name] for name in names if name in active_by_name}
+
+        def collect_asset_uri_ref_to_ids_names(self, uris: Any) -> Any:
+            return {uri: active_by_uri[uri] for uri in uris if uri in active_by_uri}
+
+        def collect_alias_to_assets(self, names: Any) -> Any:
+            return {name: [] for name in names}  # no events: no alias has an asset yet
+
+    pairs = [(d["entry"]["dag_id"], d["data"]["dag"].get("dag_dependencies") or []) for d in dags]
+    resolved: dict[str, Any] = Resolver(dag_id_dependencies=pairs, session=None).resolve()
+    nodes: dict[str, dict[str, Any]] = {}
+    edges: set[tuple[str, str]] = set()
+    for dag_id, dependencies in sorted(resolved.items()):
+        dag_node = f"dag:{dag_id}"
+        if dag_node in nodes:
+            continue
+        for dep in dependencies:
+            nodes[dag_node] = {"id": dag_node, "label": dag_id, "type": "dag"}
+            nodes.setdefault(
+                dep.node_id, {"id": dep.node_id, "label": dep.label, "type": dep.dependency_type}
+            )
+            if dep.source != dep.dependency_type:
+                edges.add((dep.source if ":" in dep.source else f"dag:{dep.source}", dep.node_id))
+            if dep.target != dep.dependency_type:
+                edges.add((dep.node_id, dep.target if ":" in dep.target else f"dag:{dep.target}"))
+    for pair in edges:
+        for endpoint in pair:
+            if endpoint.startswith("dag:") and endpoint not in nodes:
+                nodes[endpoint] = {"id": endpoint, "label": endpoint[4:], "type": "dag"}
+    return {
+        "nodes": list(nodes.values()),
+        "edges": [{"source_id": s, "target_id": t} for s, t in sorted(edges)],
+    }
+
+
+def _serve(request: dict[str, Any]) -> dict[str, Any]:
+    import airflow
+    from airflow.configuration import conf
+
+    folder = request["folder"]
+    if request.get("timeout") is None:
+        request["timeout"] = conf.getfloat("core", "dagbag_import_timeout")
+    request["safe_mode"] = conf.getboolean("core", "dag_discovery_safe_mode", fallback=True)
+    paused_at_creation = request.get("paused_at_creation")
+    if paused_at_creation is None:
+        paused_at_creation = conf.getboolean("core", "dags_are_paused_at_creation")
+    files = _list_files(folder, request["safe_mode"])
+    if folder not in sys.path:  # as the dag-processor puts the bundle on the path: include/ imports
+        sys.path.insert(0, folder)
+    _pre_import(files)
+    # what every child needs, imported once here rather than once per child
+    from airflow.api_fastapi.core_api.datamodels.dags import DAGResponse  # noqa: F401
+    from airflow.api_fastapi.core_api.datamodels.tasks import TaskResponse  # noqa: F401
+    from airflow.dag_processing.collection import AssetModelOperation  # noqa: F401
+
+    _dag_bag_class()
+    started = time.time()
+    with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
+        outcomes = _parse_all(files, request, scratch)
+    created_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
+    return _map(files, outcomes, request, bool(paused_at_creation), airflow.__version__, created_at)
+
+
+def _map(
+    files: list[str],
+    outcomes: list[dict[str, Any]],
+    request: dict[str, Any],
+    paused_at_creation: bool,
+    version: str,
+    created_at: str,
+) -> dict[str, Any]:
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+
+    folder = request["folder"]
+    deployed: str = request.get("deployed_root") or folder
+    known_paused: dict[str, bool] = request.get("paused") or {}
+    import_errors: dict[str, str] = {}
+    dags: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    duplicates: list[str] = []
+    for path, outcome in zip(files, outcomes, strict=True):
+        relative = os.path.relpath(path, folder)
+        if "failure" in outcome:
+            import_errors[relative] = outcome["failure"]
+            continue
+        for key, trace in outcome.get("import_errors", {}).items():
+            import_errors[os.path.relpath(key, folder) if os.path.isabs(key) else key] = trace
+        for dag in outcome.get("dags", []):
+            dag_id = dag["entry"]["dag_id"]
+            if dag_id in seen:  # the dag-processor keeps whichever file it parsed last
+                duplicates.append(f"{dag_id!r} ({seen[dag_id]} and {relative})")
+                continue
+            seen[dag_id] = relative
+            dags.append(dag)
+    paused = {
+        d["entry"]["dag_id"]: known_paused.get(
+            d["entry"]["dag_id"], bool(d["data"]["dag"].get("is_paused_upon_creation", paused_at_creation))
+        )
+        for d in dags
+    }
+    lazy = {d["entry"]["dag_id"]: LazyDeserializedDAG(data=d["data"]) for d in dags}
+    assets = _Assets(lazy, paused)
+    dag_entries = []
+    for dag in dags:
+        entry = dict(dag["entry"])
+        entry["is_paused"] = paused[entry["dag_id"]]
+        entry["asset_expression"] = assets.expand(entry["asset_expression"])
+        if entry.get("relative_fileloc"):
+            entry["fileloc"] = os.path.join(deployed, entry["relative_fileloc"])
+        dag_entries.append(entry)
+    dag_entries.sort(key=lambda e: e["dag_id"])
+    tasks = {
+        d["entry"]["dag_id"]: {"tasks": d["tasks"]} for d in sorted(dags, key=lambda d: d["entry"]["dag_id"])
+    }
+    listed = [assets.entry(key, created_at) for key in assets.op.assets if key in assets.active]
+    refused_entries = [assets.entry(key, created_at) for key in assets.op.assets if key not in assets.active]
+    # as the capture keeps them: the refused assets some DAG references
+    inactive = [
+        entry
+        for entry in refused_entries
+        if any(entry.get(k) for k in ("producing_tasks", "scheduled_dags", "consuming_tasks"))
+    ]
+    refused = [f"{name!r} ({uri})" for name, uri in assets.op.assets if (name, uri) not in assets.active]
+    errors = [
+        {
+            "import_error_id": number,
+            "timestamp": created_at,
+            # Airflow 3.0 records the file's absolute path, later lines its path in the bundle
+            "filename": relative if not version.startswith("3.0.") else os.path.join(deployed, relative),
+            "bundle_name": request["bundle"],
+            "stack_trace": import_errors[relative],
+        }
+        for number, relative in enumerate(sorted(import_errors), start=1)
+    ]
+    return {
+        "airflow_version": version,
+        "files": len(files),
+        "paths": {seen_id: rel for seen_id, rel in seen.items()},
+        "dags": {
+            "dags": dag_entries,
+            "total_entries": len(dag_entries),
+            "includes_stale": True,
+            "import_errors": errors,
+            "dag_warnings": [],
+            "captured_at": created_at,
+        },
+        "tasks": tasks,
+        "datasets": {
+            "assets": listed,
+            "total_entries": len(listed),
+            "asset_aliases": [{"name": name} for name in assets.op.asset_aliases],
+            "asset_events": [],
+            "inactive_assets": inactive,
+            "dependencies": _dependencies(dags, assets),
+        },
+        "defaulted_paused": sorted(dag_id for dag_id in paused if dag_id not in known_paused),
+        "paused_at_creation": paused_at_creation,
+        "duplicates": duplicates,
+        "refused": refused,
+        "aliases": sorted(assets.op.asset_aliases),
+    }
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    # Whatever the DAG code or Airflow prints must not land in the result: stdout goes to stderr.
+    os.dup2(2, 1)
+    try:
+        result = _serve(request)
+    except BaseException:
+        result = {"error": traceback.format_exc(limit=-6)}
+    with open(request["out"], "w", encoding="utf-8") as handle:
+        json.dump(result, handle, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
