@@ -20,7 +20,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("capture", "openlineage"),  # the integrations, each talking to one outside system ...
     ("sinks",),  # (the OpenLineage sink sends the events openlineage.py makes)
     ("hooks", "alerts"),  # (the connection hooks test captures and open sinks)
-    ("export", "assistant"),  # the jobs
+    ("export", "assistant", "premerge"),  # the jobs
     ("federation",),  # (the merge runs exports)
     ("cli", "__main__", "operators", "ui", "mcp_server", "get_provider_info"),  # the front doors
 )

@@ -399,17 +399,97 @@ SOURCE = (
     ),
 )
 
+
+def _parse_workers(value: str) -> int:
+    number = int(value)
+    if not 1 <= number <= 256:
+        raise argparse.ArgumentTypeError(f"expected from 1 to 256 parsing processes, got {value}")
+    return number
+
+
+#: The pre-merge check: a DAG folder parsed and judged in the estate of --baseline.
+DAG_FOLDER = (
+    ArgSpec(
+        ("--dag-folder",),
+        {
+            "metavar": "DIR",
+            "help": "parse this DAG folder with Airflow's own parser (each file isolated; no database, "
+            "no deployment) and audit it, in the estate of --baseline when given, instead of --dags "
+            "or --snapshot; the document gains a change part",
+        },
+    ),
+    ArgSpec(
+        ("--bundle",),
+        {
+            "metavar": "NAME",
+            "help": "with --dag-folder: the DAG bundle the folder is, whose DAGs it replaces in the "
+            "baseline (default: dags-folder)",
+        },
+    ),
+    ArgSpec(
+        ("--deployment",),
+        {
+            "metavar": "NAME",
+            "help": "with --dag-folder and a merged --baseline: the deployment the folder lands in",
+        },
+    ),
+    ArgSpec(
+        ("--fail-on-new",),
+        {
+            "choices": tuple(FAIL_ON),
+            "help": "with --dag-folder: exit 1 when the change opens a finding at or above this "
+            "severity (the estate's existing findings do not count)",
+        },
+    ),
+    ArgSpec(
+        ("--parse-timeout",),
+        {
+            "type": _seconds,
+            "metavar": "S",
+            "help": "with --dag-folder: seconds one file may take to parse (default: [core] "
+            "dagbag_import_timeout)",
+        },
+    ),
+    ArgSpec(
+        ("--parse-workers",),
+        {
+            "type": _parse_workers,
+            "metavar": "N",
+            "help": "with --dag-folder: files parsed at once (default: the machine's cores)",
+        },
+    ),
+    ArgSpec(
+        ("--withhold-env",),
+        {
+            "action": "append",
+            "metavar": "VAR",
+            "help": "with --dag-folder: an environment variable the DAG files' parse must not see, beside "
+            "the connections' and the CI job's own credentials (repeatable)",
+        },
+    ),
+    ArgSpec(
+        ("--sink-conn-id",),
+        {
+            "metavar": "ID",
+            "help": "the connection to read an object-storage --baseline (s3://bucket/prefix) with",
+        },
+    ),
+)
+
+
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(
         name="audit",
         help="Audit an estate offline, from artifact files or a stored snapshot",
         description=(
-            "Parse the dags, tasks and datasets artifacts (or re-read a stored snapshot document), "
-            "run the audit rules and print the findings and the snapshot document."
+            "Parse the dags, tasks and datasets artifacts (or re-read a stored snapshot document, or "
+            "parse a DAG folder and judge it in the estate of --baseline), run the audit rules and "
+            "print the findings and the snapshot document."
         ),
         func="airflow_provider_coremodels.cli.commands:audit",
         args=(
             *AUDIT_INPUTS,
+            *DAG_FOLDER,
             *FRESHNESS,
             FORMAT,
             *OPENLINEAGE,

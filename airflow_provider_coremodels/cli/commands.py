@@ -44,10 +44,67 @@ EXIT_FINDINGS = 1
 
 
 def audit(args: argparse.Namespace) -> int:
-    """``audit``: parse artifacts (or re-read a snapshot), audit, print, and pick the exit code."""
+    """``audit``: parse artifacts (or re-read a snapshot, or parse a DAG folder), audit, print, and
+    pick the exit code."""
+    if getattr(args, "dag_folder", None):
+        return audit_dag_folder(args)
+    for flag, given in (
+        ("--bundle", args.bundle),
+        ("--fail-on-new", args.fail_on_new),
+        ("--deployment", args.deployment),
+    ):
+        if given is not None:
+            raise UsageError(f"audit {flag} goes with --dag-folder")
     document = _audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes)
     emit(render(document, args))
     return exit_code(document["findings"], args.fail_on)
+
+
+def audit_dag_folder(args: argparse.Namespace) -> int:
+    """``audit --dag-folder``: a DAG folder parsed with Airflow's parser and judged in the estate of
+    ``--baseline``; exit 1 also when ``--fail-on-new`` names a severity a finding it opens reaches."""
+    from airflow_provider_coremodels.core.change import DEFAULT_BUNDLE
+    from airflow_provider_coremodels.core.document import load_document
+    from airflow_provider_coremodels.errors import SnapshotDocumentError
+    from airflow_provider_coremodels.premerge import FolderCheck, check_folder, withheld_variables
+
+    if args.example or args.snapshot or args.dags or args.tasks or args.datasets:
+        raise UsageError(
+            "audit takes --dag-folder alone, without --dags, --tasks, --datasets, --snapshot or --example"
+        )
+    waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
+    stored = None
+    if args.baseline:
+        location, data = stored_bytes(args.baseline, args.sink_conn_id)
+        try:
+            stored = load_document(data)
+        except SnapshotDocumentError as exc:
+            raise exc.with_source(location) from None
+    result = check_folder(
+        FolderCheck(
+            folder=args.dag_folder,
+            bundle=args.bundle or DEFAULT_BUNDLE,
+            baseline=stored,
+            baseline_source=args.baseline,
+            deployment=args.deployment,
+            waivers=waivers,
+            policy=policy,
+            timeout=args.parse_timeout,
+            workers=args.parse_workers,
+            withheld_env=withheld_variables(
+                *(args.withhold_env or ()),
+                conn_ids=(args.sink_conn_id, defaults.AIRFLOW_API_CONN_ID, defaults.COREMODELS_CONN_ID),
+            ),
+            max_snapshot_bytes=args.max_snapshot_bytes,
+        )
+    )
+    document = result.document
+    emit(render(document, args))
+    code = exit_code(document["findings"], args.fail_on)
+    if args.fail_on_new and failing_findings(document["change"]["findingsOpened"], args.fail_on_new):
+        code = EXIT_FINDINGS
+    return code
 
 
 def lineage(args: argparse.Namespace) -> int:
@@ -342,9 +399,18 @@ def _reading(reader: HistoryReader) -> Iterator[None]:
 
 def stored_side(given: str, sink_conn_id: str | None) -> Side:
     """One side of ``compare``: a document, a sink (its ``latest.json``), or ``SINK@REF``."""
+    from airflow_provider_coremodels.core.compare import read_side
+
+    location, data = stored_bytes(given, sink_conn_id)
+    return read_side(given, location, data)
+
+
+def stored_bytes(given: str, sink_conn_id: str | None) -> tuple[str, bytes]:
+    """A stored document, where it was read and its bytes: a document's path, a file sink's
+    directory (its ``latest.json``), an object-storage sink, or ``SINK@REF`` (a history entry);
+    each read within the one bound."""
     from urllib.parse import urlsplit
 
-    from airflow_provider_coremodels.core.compare import read_side
     from airflow_provider_coremodels.errors import SnapshotDocumentError
     from airflow_provider_coremodels.input_files import Unreadable
     from airflow_provider_coremodels.sinks.history import resolve, split_reference
@@ -355,7 +421,7 @@ def stored_side(given: str, sink_conn_id: str | None) -> Side:
     if reference is None and (not scheme or len(scheme) == 1):  # a document, or a file sink's directory
         path = os.path.expanduser(where)
         location = os.path.join(path, LATEST) if os.path.isdir(path) else path
-        return read_side(given, location, read_stored(path))
+        return location, read_stored(path)
     reader = history_reader(where, sink_conn_id)
     with _reading(reader):
         name = None if reference is None else resolve(reference, newest_first(reader.names()), where)
@@ -366,7 +432,7 @@ def stored_side(given: str, sink_conn_id: str | None) -> Side:
             raise SnapshotDocumentError(str(exc), location) from None
     if data is None:
         raise SnapshotDocumentError(f"does not exist: {where} has stored no snapshot yet", location)
-    return read_side(given, location, data)
+    return location, data
 
 
 def sink_failures(failed: Sequence[SinkResult]) -> int:

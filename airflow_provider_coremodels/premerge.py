@@ -1,0 +1,189 @@
+"""The pre-merge check (``audit --dag-folder``): a pull request's DAG files judged in the estate
+they will land in, before the merge rather than after the deploy.
+
+The folder is parsed with Airflow's own parser, each file isolated (``capture/dag_folder.py``),
+into the artifacts a capture of a deployment serving those files would give, and the same core
+builds its estate. With a baseline (the snapshot the export DAG stored), the parsed bundle takes
+the place of that bundle's DAGs in the baseline's estate (``core/change.py``), both estates are
+audited alike (the same rules, waivers and freshness time), and the document gains the
+``change`` part: what the change opens and closes, adds and removes, and whom it affects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_coremodels import __version__
+from airflow_provider_coremodels.core import Baseline, Estate, State, audit, build_document
+from airflow_provider_coremodels.core.change import (
+    DEFAULT_BUNDLE,
+    Change,
+    Target,
+    bundles_of,
+    change_json,
+    deployed,
+    describe,
+    parsed_bundle,
+    splice,
+)
+from airflow_provider_coremodels.core.document import StoredSnapshot
+from airflow_provider_coremodels.core.model import Lossiness
+from airflow_provider_coremodels.core.policy import Policy
+from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.errors import UsageError
+
+
+@dataclass(frozen=True)
+class FolderCheck:
+    """What ``check_folder`` is told: the folder, the bundle it is, where it lands."""
+
+    folder: str
+    bundle: str = DEFAULT_BUNDLE
+    baseline: StoredSnapshot | None = None
+    baseline_source: str | None = None
+    deployment: str | None = None
+    waivers: Sequence[Waiver] = ()
+    policy: Policy | None = None
+    timeout: float | None = None
+    workers: int | None = None
+    withheld_env: Sequence[str] = ()
+    max_snapshot_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class FolderResult:
+    document: dict[str, Any]
+    change: Change
+
+
+def check_folder(check: FolderCheck) -> FolderResult:
+    """Parse the folder, put it in the baseline's estate, audit before and after, and describe the change."""
+    from airflow_provider_coremodels.capture.dag_folder import parse_dag_folder
+
+    folder = Path(check.folder).expanduser()
+    if not folder.is_dir():
+        problem = "is not a directory" if folder.exists() else "does not exist"
+        raise UsageError(f"--dag-folder {check.folder}: {problem}")
+    stored = check.baseline
+    if stored is not None and stored.estate is None:
+        raise UsageError(
+            f"--baseline {check.baseline_source}: was stored without datasets and lineage (over the "
+            "snapshot cap), so the change cannot be placed in it"
+        )
+    before = stored.estate if stored is not None else None
+    target = _target(before, check.bundle, check.deployment)
+    known = deployed(before, target) if before is not None else None
+    records: list[Lossiness] = []
+    if before is not None and known is not None and not known.known:
+        present = bundles_of(before, target.deployment)
+        records.append(
+            Lossiness(
+                "dags",
+                f"the baseline has no DAG of bundle {check.bundle} (its bundles: "
+                f"{', '.join(present) or 'none named'}): every DAG of the folder reads as added",
+            )
+        )
+    artifacts = parse_dag_folder(
+        folder,
+        bundle=check.bundle,
+        timeout=check.timeout,
+        workers=check.workers,
+        deployed_root=known.root if known is not None else None,
+        paused=known.paused if known is not None else None,
+        withheld_env=tuple(check.withheld_env),
+    )
+    state = State(
+        connector_version=__version__,
+        airflow_version=artifacts.airflow_version,
+        api_version="v2",
+        captured_at=None,
+        deployment=before.state.deployment if before is not None else None,
+    )
+    parsed = parsed_bundle(
+        artifacts.dags,
+        artifacts.tasks,
+        artifacts.datasets,
+        state=state,
+        lossiness=[*records, *artifacts.lossiness],
+    )
+    if before is None:
+        after = parsed
+        empty = Estate(datasets=(), lineage=(), state=state)
+        then = audit(empty, waivers=check.waivers, policy=check.policy)
+        now = audit(after, waivers=check.waivers, policy=check.policy)
+        before_estate = empty
+    else:
+        after = splice(before, parsed, target)
+        then = audit(before, waivers=check.waivers, policy=check.policy)
+        assert stored is not None
+        now = audit(after, Baseline(stored.fingerprint, before), waivers=check.waivers, policy=check.policy)
+        before_estate = before
+    change = describe(
+        before_estate,
+        after,
+        then.findings,
+        now.findings,
+        bundle=check.bundle,
+        baseline=stored.fingerprint if stored is not None else None,
+        lines={target.dag_id(dag_id): line for dag_id, line in artifacts.lines.items()},
+    )
+    build: dict[str, Any] = {"lean": True}
+    if check.max_snapshot_bytes is not None:
+        build["max_snapshot_bytes"] = check.max_snapshot_bytes
+    document = build_document(after, now, **build)
+    document["change"] = change_json(change)
+    return FolderResult(document, change)
+
+
+def _target(baseline: Estate | None, bundle: str, deployment: str | None) -> Target:
+    """Which of the baseline's DAGs the folder replaces; a merged baseline needs its deployment named."""
+    if not bundle or "/" in bundle:
+        raise UsageError(f"--bundle {bundle!r}: a bundle name is non-empty and has no '/'")
+    deployments = baseline.state.deployments if baseline is not None else ()
+    if not deployments:
+        if deployment is not None and baseline is not None and deployment != baseline.state.deployment:
+            raise UsageError(
+                f"--deployment {deployment}: the baseline is deployment "
+                f"{baseline.state.deployment or '(unnamed)'}'s snapshot, not a merged one"
+            )
+        return Target(bundle)
+    if deployment is None:
+        raise UsageError(
+            "--baseline is a merged snapshot: name the deployment the folder lands in with "
+            f"--deployment (one of: {', '.join(deployments)})"
+        )
+    if deployment not in deployments:
+        raise UsageError(
+            f"--deployment {deployment}: not in the merged baseline "
+            f"(its deployments: {', '.join(deployments)})"
+        )
+    return Target(bundle, deployment)
+
+
+#: Where CI systems and cloud SDKs keep the job's own credentials: never the DAG code's to read.
+CI_SECRETS = (
+    "GITHUB_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "CI_JOB_TOKEN",
+    "CI_JOB_JWT",
+    "CI_JOB_JWT_V2",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "AZURE_CLIENT_SECRET",
+)
+
+
+def withheld_variables(*names: str | None, conn_ids: Sequence[str | None] = ()) -> list[str]:
+    """The environment variables a DAG file must not see: those the run's secrets came from, each
+    named connection's ``AIRFLOW_CONN_*`` variable, and the CI job's own credentials."""
+    out = [name for name in names if name]
+    out.extend(CI_SECRETS)
+    out.extend(f"AIRFLOW_CONN_{conn_id.upper()}" for conn_id in conn_ids if conn_id)
+    return list(dict.fromkeys(out))
