@@ -22,6 +22,7 @@ from airflow_provider_coremodels.core.change import (
     DEFAULT_BUNDLE,
     Change,
     Target,
+    alias_uses,
     bundles_of,
     change_json,
     deployed,
@@ -61,7 +62,7 @@ class FolderResult:
 
 def check_folder(check: FolderCheck) -> FolderResult:
     """Parse the folder, put it in the baseline's estate, audit before and after, and describe the change."""
-    from airflow_provider_coremodels.capture.dag_folder import parse_dag_folder
+    from airflow_provider_coremodels.capture.dag_folder import NOT_IN_CODE, parse_dag_folder
 
     folder = Path(check.folder).expanduser()
     if not folder.is_dir():
@@ -95,6 +96,16 @@ def check_folder(check: FolderCheck) -> FolderResult:
         paused=known.paused if known is not None else None,
         withheld_env=tuple(check.withheld_env),
     )
+    runtime = list(artifacts.lossiness)
+    if stored is not None:  # what no parse knows, the baseline gives
+        runtime = [r for r in runtime if r.message != NOT_IN_CODE]
+        runtime.append(
+            Lossiness(
+                "dags",
+                f"parsed from the DAG folder: runs, asset events and DAG warnings are the baseline's "
+                f"({stored.fingerprint}), as the deployment last had them",
+            )
+        )
     state = State(
         connector_version=__version__,
         airflow_version=artifacts.airflow_version,
@@ -107,7 +118,7 @@ def check_folder(check: FolderCheck) -> FolderResult:
         artifacts.tasks,
         artifacts.datasets,
         state=state,
-        lossiness=[*records, *artifacts.lossiness],
+        lossiness=[*records, *runtime],
     )
     if before is None:
         after = parsed
@@ -116,7 +127,7 @@ def check_folder(check: FolderCheck) -> FolderResult:
         now = audit(after, waivers=check.waivers, policy=check.policy)
         before_estate = empty
     else:
-        after = splice(before, parsed, target)
+        after = splice(before, parsed, target, aliases=alias_uses(artifacts.datasets))
         then = audit(before, waivers=check.waivers, policy=check.policy)
         assert stored is not None
         now = audit(after, Baseline(stored.fingerprint, before), waivers=check.waivers, policy=check.policy)

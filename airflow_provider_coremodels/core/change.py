@@ -29,6 +29,8 @@ from airflow_provider_coremodels.core.merge import (
 )
 from airflow_provider_coremodels.core.model import (
     DAG,
+    VIA_ALIAS,
+    VIA_REF,
     WARNINGS_KEY,
     BrokenFile,
     Dataset,
@@ -40,6 +42,7 @@ from airflow_provider_coremodels.core.model import (
     State,
 )
 from airflow_provider_coremodels.core.parse import build_estate
+from airflow_provider_coremodels.core.references import DEPENDENCIES
 
 BUNDLE_KEY = "airflow.bundle"
 RELATIVE_FILELOC_KEY = "airflow.relativeFileloc"
@@ -153,7 +156,64 @@ def parsed_bundle(
 # -- the splice --------------------------------------------------------------------------------
 
 
-def splice(baseline: Estate, parsed: Estate, target: Target) -> Estate:
+def alias_uses(datasets: Any) -> dict[str, set[str]]:
+    """Which aliases each DAG writes or waits on, read off the dependency graph the parse gives
+    (``asset-alias:<name>`` nodes): the code names an alias, only run time its assets."""
+    graph = datasets.get(DEPENDENCIES) if isinstance(datasets, dict) else None
+    edges = graph.get("edges") if isinstance(graph, dict) else None
+    uses: dict[str, set[str]] = defaultdict(set)
+    for edge in edges if isinstance(edges, list) else ():
+        if not isinstance(edge, dict):
+            continue
+        ends = (edge.get("source_id"), edge.get("target_id"))
+        if not all(isinstance(end, str) for end in ends):
+            continue
+        dags = [str(end)[len("dag:") :] for end in ends if str(end).startswith("dag:")]
+        aliases = [str(end)[len(_ALIAS_NODE) :] for end in ends if str(end).startswith(_ALIAS_NODE)]
+        for dag_id in dags:
+            uses[dag_id].update(aliases)
+    return dict(uses)
+
+
+_ALIAS_NODE = "asset-alias:"
+
+
+def _learned_at_run_time(
+    baseline: Estate, parsed: Estate, target: Target, replaced: set[str], aliases: Mapping[str, set[str]]
+) -> tuple[list[Edge], set[str], set[str]]:
+    """The baseline's edges of the bundle's DAGs that only run time resolves, where the code still
+    makes the reference: an edge through an alias the DAG still writes or waits on (the alias's
+    assets are known from asset events alone), and a schedule on ``Asset.ref`` that the parse could
+    not resolve to an asset of the code (one such an alias created). Returns those edges, the
+    aliases they resolve and the DAGs whose references they resolve."""
+    present = {target.dag_id(d.identity) for d in parsed.dags()}
+    declared = {a.identity for a in parsed.assets()}
+    unresolved_refs = {
+        target.dag_id(r.subject)
+        for r in parsed.lossiness
+        if r.artifact == "datasets" and r.subject and "Asset.ref(" in r.message
+    }
+    kept: list[Edge] = []
+    resolved_aliases: set[str] = set()
+    resolved_refs: set[str] = set()
+    for edge in baseline.lineage:
+        if edge.dag_id not in replaced or edge.dag_id not in present or edge.asset in declared:
+            continue
+        if edge.via == VIA_REF and edge.dag_id in unresolved_refs:
+            kept.append(edge)
+            resolved_refs.add(edge.dag_id)
+        elif edge.via and edge.via.startswith(VIA_ALIAS):
+            names = set(edge.via[len(VIA_ALIAS) :].split(","))
+            used = names & aliases.get(target.parsed_id(edge.dag_id), set())
+            if used:
+                kept.append(edge)
+                resolved_aliases.update(used)
+    return kept, resolved_aliases, resolved_refs
+
+
+def splice(
+    baseline: Estate, parsed: Estate, target: Target, *, aliases: Mapping[str, set[str]] | None = None
+) -> Estate:
     """The baseline's estate with ``target``'s DAGs replaced by the parsed ones.
 
     - Every DAG of another bundle (or deployment) stays as stored, with its edges and broken files.
@@ -162,6 +222,9 @@ def splice(baseline: Estate, parsed: Estate, target: Target) -> Estate:
     - An asset stays while some DAG still names it, or when the baseline shows no DAG of the bundle
       naming it; one that only the bundle's replaced DAGs named goes, as Airflow orphans it.
     - DAG warnings are the deployment's: a parsed DAG the baseline knows keeps its stored ones.
+    - What only run time resolves (an alias's assets, an ``Asset.ref`` to an asset an alias made)
+      stays as the baseline has it while the code still makes the reference (``aliases``: the
+      aliases each parsed DAG writes or waits on, ``alias_uses``).
     - Freshness (asset updates, latest runs, next runs) is the baseline's, judged when it was.
     """
     merged = target.deployment is not None
@@ -189,6 +252,10 @@ def splice(baseline: Estate, parsed: Estate, target: Target) -> Estate:
         dags[identity] = _placed(dag, identity, base_dags.get(identity), target)
 
     running_edges = [e for e in baseline.lineage if e.dag_id not in replaced]
+    at_run_time, resolved_aliases, resolved_refs = _learned_at_run_time(
+        baseline, parsed, target, replaced, aliases or {}
+    )
+    running_edges.extend(at_run_time)
     running_edges.extend(_renamed(e, target) for e in parsed.lineage)
     lineage = _resolved(running_edges, dags.keys(), merged)
 
@@ -211,7 +278,26 @@ def splice(baseline: Estate, parsed: Estate, target: Target) -> Estate:
         assets = _attributed(assets, lineage)
 
     lossiness = [r for r in baseline.lossiness if r.subject is None or r.subject not in replaced]
-    lossiness.extend(_renamed_record(r, target) for r in parsed.lossiness)
+    for record in parsed.lossiness:
+        if record.artifact == "datasets" and (
+            (record.subject in resolved_aliases)
+            or (
+                record.subject
+                and target.dag_id(record.subject) in resolved_refs
+                and "Asset.ref(" in record.message
+            )
+        ):
+            continue  # resolved by the baseline, as the deployment resolves it
+        lossiness.append(_renamed_record(record, target))
+    lossiness.extend(
+        Lossiness(
+            "datasets",
+            f"alias '{alias}': the assets written through it are the baseline's, from asset events "
+            "the code cannot show",
+            alias,
+        )
+        for alias in sorted(resolved_aliases)
+    )
     datasets = sorted([*dags.values(), *assets.values()], key=lambda d: (d.materialization, d.identity))
     return Estate(
         datasets=tuple(datasets),

@@ -10,6 +10,7 @@ The expected lineage, written by hand from the DAG files, is in tests/support/as
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,48 @@ def test_an_offline_audit_of_the_captured_files_gives_the_exports_answer(
     offline = json.loads(audited.stdout)
     for key in ("fingerprint", "datasets", "lineage", "findings", "lossiness"):
         assert offline[key] == expected[key], key
+
+
+def test_the_asset_folder_parsed_before_the_merge_is_the_estate_the_server_holds(
+    assets_server, tmp_path: Path
+) -> None:
+    """Two doors, one estate: ``audit --dag-folder`` of the folder the server serves, against the
+    snapshot captured from it, gives its fingerprint, lineage and findings, and no change; what
+    only run time resolves (the alias's asset, the ``Asset.ref`` to it) is the baseline's. A pull
+    request that drops the alias outlet loses those edges, and says whom that affects."""
+    with AirflowApiClient(source(assets_server)) as client:
+        captured = capture(client).estate()
+    document = build_document(captured, audit(captured))
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(document))
+    assert any((edge.get("via") or "").startswith("alias:") for edge in document["lineage"])
+
+    def check(folder: Path) -> dict:
+        result = subprocess.run(
+            [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", str(folder),
+             "--baseline", str(baseline), "--format", "json"],
+            capture_output=True, text=True, timeout=300, cwd=REPO,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    same = check(REPO / "example_dags" / "assets")
+    assert same["fingerprint"] == document["fingerprint"]
+    assert same["lineage"] == document["lineage"]
+    assert [(f["code"], f["subject"]) for f in same["findings"]] == [
+        (f["code"], f["subject"]) for f in document["findings"]
+    ]
+    assert same["change"]["findingsOpened"] == same["change"]["lineageRemoved"] == []
+    assert any(
+        r["message"].startswith("alias 'daily_exports': the assets written") for r in same["lossiness"]
+    )
+
+    changed = Path(shutil.copytree(REPO / "example_dags" / "assets", tmp_path / "pr"))
+    producer = changed / "alias.py"
+    text = producer.read_text()
+    producer.write_text(text.replace("@task(outlets=[EXPORTS_ALIAS])", "@task()"))
+    assert producer.read_text() != text
+    dropped = check(changed)
+    removed = {(e["dependent"], e["dependsOn"]) for e in dropped["change"]["lineageRemoved"]}
+    assert ("s3://lake/exports/2026-01-01", "exports_producer") in removed
+    assert "exports_consumer" in {a["dag"] for a in dropped["change"]["affected"]}
