@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import requests
@@ -118,7 +120,37 @@ def main() -> int:
     print(f"\nthe server is stopped. The snapshot: {OUT.relative_to(REPO)}/latest.json and history/,")
     beside = "coremodels.sarif, report.md and lineage.svg"
     print(f"with {beside} beside it (open {OUT.relative_to(REPO)}/report.md).")
+    premerge(env)
     return 0
+
+
+def premerge(env: dict[str, str]) -> None:
+    """The pre-merge check, with no server: the folder as it is (no change), then a pull request
+    that breaks orders.py (what it breaks, and for whom)."""
+    baseline = str(OUT.relative_to(REPO))
+
+    def check(folder: str, *more: str, shown: str | None = None) -> subprocess.CompletedProcess[str]:
+        args = ["audit", "--dag-folder", folder, "--baseline", baseline, *more]
+        print(
+            f"\n$ python -m airflow_provider_coremodels {' '.join([*args[:2], shown or folder, *args[3:]])}"
+        )
+        command = [sys.executable, "-m", "airflow_provider_coremodels", *args]
+        return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+
+    print("\nbefore the merge: the DAG folder judged in the estate the snapshot holds, with no server")
+    unchanged = check("example_dags")
+    assert unchanged.returncode == 0, unchanged.stderr
+    print(unchanged.stdout.splitlines()[0])
+    with tempfile.TemporaryDirectory(prefix="coremodels-pr-") as scratch:
+        folder = Path(shutil.copytree(REPO / "example_dags", Path(scratch) / "dags"))
+        orders = folder / "estate" / "orders.py"
+        orders.write_text(orders.read_text().replace("ORDERS = Asset(", "ORDERS = Assett("))
+        broken = check(
+            str(folder), "--fail-on-new", "error", shown="<a pull request breaking estate/orders.py>"
+        )
+        assert broken.returncode == 1, broken.stderr  # the change opens an Error: --fail-on-new fails it
+        print("\n".join(broken.stdout.splitlines()[:3]))
+        print("(exit 1: the change opens an Error)")
 
 
 if __name__ == "__main__":
