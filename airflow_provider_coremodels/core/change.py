@@ -188,14 +188,17 @@ def splice(baseline: Estate, parsed: Estate, target: Target) -> Estate:
             continue
         dags[identity] = _placed(dag, identity, base_dags.get(identity), target)
 
-    running_edges = [e for e in baseline.lineage if e.dag_id not in replaced]
+    running_edges = [
+        e for e in baseline.lineage if (e.link_owner if e.dag_link else e.dag_id) not in replaced
+    ]
     running_edges.extend(_renamed(e, target) for e in parsed.lineage)
     lineage = _resolved(running_edges, dags.keys(), merged)
 
-    named = {edge.asset for edge in lineage}
+    named = {edge.asset for edge in lineage if not edge.dag_link}
     base_named: dict[str, set[str]] = defaultdict(set)
     for edge in baseline.lineage:
-        base_named[edge.asset].add(edge.dag_id)
+        if not edge.dag_link:
+            base_named[edge.asset].add(edge.dag_id)
     parsed_assets = {a.identity: a for a in parsed.assets()}
     assets: dict[str, Dataset] = {}
     for asset in baseline.assets():
@@ -242,6 +245,8 @@ def _placed(dag: Dataset, identity: str, before: Dataset | None, target: Target)
 def _renamed(edge: Edge, target: Target) -> Edge:
     if target.deployment is None:
         return edge
+    if edge.dag_link:
+        return Edge.link(target.dag_id(edge.dependent), target.dag_id(edge.depends_on), edge.via or "")
     if edge.producing:
         return Edge.produces(target.dag_id(edge.dag_id), edge.asset, via=edge.via)
     return Edge.consumes(target.dag_id(edge.dag_id), edge.asset, via=edge.via)
@@ -263,13 +268,18 @@ def _resolved(edges: Iterable[Edge], dags: Iterable[str], merged: bool) -> list[
     known = set(dags)
     unique: dict[tuple[str, str, str, str], Edge] = {}
     for edge in edges:
-        unique.setdefault(edge.key, dataclasses.replace(edge, external=edge.dag_id not in known))
+        ends = (edge.dependent, edge.depends_on) if edge.dag_link else (edge.dag_id,)
+        unique.setdefault(edge.key, dataclasses.replace(edge, external=not known.issuperset(ends)))
     if not merged:
         return list(unique.values())
     where: dict[str, set[str]] = defaultdict(set)
     for edge in unique.values():
-        where[edge.asset].add(edge.dag_id.partition("/")[0])
-    return [dataclasses.replace(e, cross_deployment=len(where[e.asset]) > 1) for e in unique.values()]
+        if not edge.dag_link:
+            where[edge.asset].add(edge.dag_id.partition("/")[0])
+    return [
+        e if e.dag_link else dataclasses.replace(e, cross_deployment=len(where[e.asset]) > 1)
+        for e in unique.values()
+    ]
 
 
 def _united(stored: Dataset, parsed: Dataset) -> Dataset:
@@ -289,7 +299,8 @@ def _attributed(assets: dict[str, Dataset], lineage: Iterable[Edge]) -> dict[str
     lineage spans deployments (``merge`` writes the same)."""
     sides: dict[str, dict[bool, set[str]]] = defaultdict(lambda: {True: set(), False: set()})
     for edge in lineage:
-        sides[edge.asset][edge.producing].add(edge.dag_id.partition("/")[0])
+        if not edge.dag_link:
+            sides[edge.asset][edge.producing].add(edge.dag_id.partition("/")[0])
     out = {}
     for uri, asset in assets.items():
         metadata = {k: v for k, v in asset.metadata.items() if k not in (PRODUCED_IN_KEY, CONSUMED_IN_KEY)}
