@@ -39,6 +39,7 @@ from airflow_provider_coremodels.core.model import (
     Lossiness,
     State,
 )
+from airflow_provider_coremodels.core.owner_links import owner_links
 from airflow_provider_coremodels.core.parse import build_estate
 
 BUNDLE_KEY = "airflow.bundle"
@@ -337,9 +338,14 @@ class Affected:
     dag: str
     owners: tuple[str, ...]
     through: str
+    #: How to reach the owners (Airflow's ``owner_links``), where the capture read them.
+    owner_links: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"dag": self.dag, "owners": list(self.owners), "through": self.through}
+        out: dict[str, Any] = {"dag": self.dag, "owners": list(self.owners), "through": self.through}
+        if self.owner_links:
+            out["ownerLinks"] = dict(self.owner_links)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,7 +452,8 @@ def _downstream(
     for dag_id in sorted(reached):
         dag = dags_now.get(dag_id) or dags_then.get(dag_id)
         owners = dag.metadata.get(OWNERS_KEY, "") if dag is not None else ""
-        out.append(Affected(dag_id, tuple(o for o in owners.split(",") if o), reached[dag_id]))
+        links = tuple(sorted(owner_links(dag.metadata).items())) if dag is not None else ()
+        out.append(Affected(dag_id, tuple(o for o in owners.split(",") if o), reached[dag_id], links))
     return tuple(out)
 
 

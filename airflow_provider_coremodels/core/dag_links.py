@@ -36,7 +36,7 @@ from airflow_provider_coremodels.core.model import (
     Lossiness,
 )
 from airflow_provider_coremodels.core.rules import make_finding
-from airflow_provider_coremodels.core.text import cut, printable, utf8_safe
+from airflow_provider_coremodels.core.text import cut, printable
 
 #: The graph's node kinds for links between DAGs.
 LINK_PREFIXES = ("trigger:", "sensor:")
@@ -166,21 +166,6 @@ def no_graph(api: str | None, usable: bool) -> str:
     if not usable:
         return "the datasets artifact was not read"
     return "the datasets artifact carries none (GET /ui/dependencies)"
-
-
-def owner_links_text(value: object) -> str | None:
-    """A DAG's ``owner_links`` (owner -> URL) as canonical JSON, every string with its control
-    characters escaped; None where there are none, or they are not a mapping of strings."""
-    if not isinstance(value, dict):
-        return None
-    links = {
-        printable(cut(owner, 200)): printable(cut(url, 2000))
-        for owner, url in value.items()
-        if isinstance(owner, str) and isinstance(url, str) and owner.strip() and url.strip()
-    }
-    if not links:
-        return None
-    return utf8_safe(json.dumps(links, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
 def _templated(link: Link) -> Lossiness:

@@ -33,7 +33,7 @@ from airflow_provider_coremodels.core.conditions import (
 from airflow_provider_coremodels.core.conditions import to_text as condition_text
 from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT, read_conflicts, refused_twins
 from airflow_provider_coremodels.core.dag_links import no_graph as _no_graph
-from airflow_provider_coremodels.core.dag_links import owner_links_text, read_links
+from airflow_provider_coremodels.core.dag_links import read_links
 from airflow_provider_coremodels.core.freshness import positive_number, read_freshness
 from airflow_provider_coremodels.core.model import (
     ASSET,
@@ -56,6 +56,7 @@ from airflow_provider_coremodels.core.model import (
     Lossiness,
     State,
 )
+from airflow_provider_coremodels.core.owner_links import owner_links_text
 from airflow_provider_coremodels.core.references import (
     UNCHECKED,
     DeclaredEdges,
