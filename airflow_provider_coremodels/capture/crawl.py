@@ -347,7 +347,8 @@ class _Crawl:
             recent_events = self._recent_events(recent, since)
             if recent_events is not None:
                 datasets["recent_events"] = recent_events
-        if len(self.details_asked) < len(dags.items):
+        linked = any("owner_links" in found for found in self.details.values())
+        if linked and len(self.details_asked) < len(dags.items):  # the deployment uses them
             self.lossiness.append(self._owner_links_record(len(dags.items)))
         # What the capture could not get rides in the files too: an offline audit of them says it.
         dags_doc["lossiness"] = [
@@ -383,7 +384,9 @@ class _Crawl:
     def _owner_links_record(self, total: int) -> Lossiness:
         """Only a DAG's details give its ``owner_links``, and the capture reads them only where the
         list says too little (an asset schedule, a missing description): the rest stay unknown, not
-        absent, rather than one more request per DAG."""
+        absent, rather than one more request per DAG. Said where some DAG's details show links (the
+        deployment uses them); where none does, an estate without links is the likely truth and the
+        docs say what is unknown."""
         asked = len(self.details_asked)
         return Lossiness(
             "dags",
