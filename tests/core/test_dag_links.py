@@ -266,3 +266,31 @@ def test_owner_links_are_carried_scrubbed_and_canonical() -> None:
         '{"ops":"mailto:ops@example.com","team":"https://wiki/team\\\\x1b[31m"}'
     )
     assert OWNER_LINKS_KEY not in dags["b"].metadata
+
+
+def test_a_change_reaches_the_dags_a_link_leads_to_with_their_owner_links() -> None:
+    """The change's affected DAGs follow triggers as they follow assets, each with how to reach its
+    owners where the capture read them (the pull request's report shows both)."""
+    from airflow_provider_coremodels.core.change import change_json, describe
+    from airflow_provider_coremodels.core.owner_links import owners_of
+    from airflow_provider_coremodels.core.render import change_lines
+
+    links_of = {"team": "https://wiki.example.com/team"}
+    dags = [dag("load_orders"), dag("orders_reconcile", owner_links=links_of)]
+    before = estate_of(dags, {"load_orders": [("kick", "BashOperator")]}, [])
+    after = estate_of(
+        dags, {"load_orders": [("kick", TRIGGER)]}, trigger("load_orders", "orders_reconcile", "kick")
+    )
+    change = describe(before, after, audit(before).findings, audit(after).findings, bundle="b")
+    part = change_json(change)
+    assert part["affected"] == [
+        {"dag": "orders_reconcile", "owners": ["team"], "through": "load_orders", "ownerLinks": links_of}
+    ]
+    assert (
+        "orders_reconcile (team <https://wiki.example.com/team>) through load_orders" in change_lines(part)[2]
+    )
+    document = build_document(after, audit(after))
+    assert owners_of(document, ["orders_reconcile", "load_orders", "nowhere"]) == {
+        "load_orders": {"owners": ["team"]},
+        "orders_reconcile": {"owners": ["team"], "ownerLinks": links_of},
+    }
