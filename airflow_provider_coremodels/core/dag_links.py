@@ -132,6 +132,8 @@ def read_links(
         if not _DAG_ID.fullmatch(link.target):
             records.append(_templated(link))
             continue
+        if link.target == link.dag_id:
+            continue  # a sensor on the DAG's own earlier run: no link between two DAGs
         edge = link.edge(external=link.target not in dag_ids)
         edges.setdefault(edge.key, edge)  # a sensor and a trigger of one pair: one edge, the first
         owned.setdefault(link.dag_id, []).append({"dag": link.target, "task": link.task_id, "via": link.via})

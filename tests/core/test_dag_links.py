@@ -294,3 +294,12 @@ def test_a_change_reaches_the_dags_a_link_leads_to_with_their_owner_links() -> N
         "load_orders": {"owners": ["team"]},
         "orders_reconcile": {"owners": ["team"], "ownerLinks": links_of},
     }
+
+
+def test_a_sensor_on_its_own_dag_is_no_link() -> None:
+    """Waiting on the DAG's own earlier run (``external_dag_id`` its own id) joins no two DAGs: no
+    edge, no record, nothing for the picture to loop on."""
+    estate = estate_of([dag("a")], {"a": [("wait_yesterday", SENSOR)]}, sensor("a", "a", "wait_yesterday"))
+    assert links(estate) == []
+    assert [r for r in estate.lossiness if r.subject == "a.wait_yesterday"] == []
+    assert DAG_LINKS_KEY not in estate.dags()[0].metadata
