@@ -8,7 +8,7 @@ The graph (``GET /ui/dependencies``, Airflow 3.0 and later, riding in the datase
 dag>:<task_id>``. Airflow writes the target as the code gives it, before any template is rendered:
 a target that is no DAG id (``{{ params.target }}``) is known only at run time, and is one
 lossiness record naming the task, never an edge. A trigger or sensor task (by its operator class)
-that no graph node names is one record too: the graph hides it (a mapped target; on Airflow 3.1+ a
+that no graph node names is one record too: the graph hides it (a mapped target; on Airflow 3.3 a
 DAG the capture user may not read, which a DAG that does not exist is to it) or there is no graph.
 
 A known target is an edge between two DAGs (the triggered or waiting DAG depends on the other), and
@@ -36,7 +36,7 @@ from airflow_provider_coremodels.core.model import (
     Lossiness,
 )
 from airflow_provider_coremodels.core.rules import make_finding
-from airflow_provider_coremodels.core.text import cut, printable
+from airflow_provider_coremodels.core.text import cut, printable, utf8_safe
 
 #: The graph's node kinds for links between DAGs.
 LINK_PREFIXES = ("trigger:", "sensor:")
@@ -150,11 +150,13 @@ def read_links(
                     )
                 )
     metadata = {
-        dag_id: json.dumps(
-            sorted(found, key=lambda x: (x["task"], x["via"], x["dag"])),
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
+        dag_id: utf8_safe(
+            json.dumps(
+                sorted(found, key=lambda x: (x["task"], x["via"], x["dag"])),
+                sort_keys=True,
+                separators=(",", ":"),
+                ensure_ascii=False,
+            )
         )
         for dag_id, found in owned.items()
     }
@@ -182,7 +184,7 @@ def _templated(link: Link) -> Lossiness:
 
 def _unseen(via: str, dag_id: str, task_id: str, why: str | None) -> Lossiness:
     because = why or (
-        "the dependency graph does not show it (a mapped or templated target, or, from Airflow 3.1, "
+        "the dependency graph does not show it (a mapped or templated target, or, on Airflow 3.3, "
         "a DAG the capture user may not read, as a DAG that does not exist is to it)"
     )
     return Lossiness(

@@ -303,3 +303,12 @@ def test_a_sensor_on_its_own_dag_is_no_link() -> None:
     assert links(estate) == []
     assert [r for r in estate.lossiness if r.subject == "a.wait_yesterday"] == []
     assert DAG_LINKS_KEY not in estate.dags()[0].metadata
+
+
+def test_the_report_counts_and_draws_the_links(estate) -> None:
+    from airflow_provider_coremodels.core.markdown import render_markdown
+
+    document = build_document(estate, audit(estate))
+    report = render_markdown(document)
+    assert "(1 external, 4 between DAGs (trigger or sensor))" in report
+    assert "linkStyle" in report  # the diagram draws them in their style
