@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.freshness import positive_number
+from airflow_provider_coremodels.core.owner_links import owners_of
 from airflow_provider_coremodels.core.render import display_names
 from airflow_provider_coremodels.core.rules import SEVERITY_ORDER
 from airflow_provider_coremodels.errors import UsageError
@@ -127,6 +128,7 @@ def alert_context(result: ExportResult, page_url: str | None) -> dict[str, Any]:
     form), a ready-made ``text``, the counts, the fingerprint, the page's link and the summary."""
     document = result.document
     deployment = document["state"].get("deployment")
+    dag_ids = {d["identity"] for d in document.get("datasets") or () if d.get("materialization") == "dag"}
     changes = result.changes
     return {
         "deployment": deployment,
@@ -138,7 +140,21 @@ def alert_context(result: ExportResult, page_url: str | None) -> dict[str, Any]:
         "text": changes.text(deployment, display_names(document)),
         "page_url": page_url,
         "summary": result.summary(),
+        # each DAG a new finding names, with its owners and how to reach them (where known)
+        "owners": owners_of(document, (_dag_of(f["subject"], dag_ids) for f in changes.new)),
     }
+
+
+def _dag_of(subject: str, dag_ids: set[str]) -> str:
+    """The DAG a finding's subject names: itself, or the DAG of a ``dag_id.task_id``."""
+    if subject in dag_ids:
+        return subject
+    head = subject
+    while "." in head:
+        head = head.rsplit(".", 1)[0]
+        if head in dag_ids:
+            return head
+    return subject
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from airflow_provider_coremodels.core import Baseline, Estate, audit, load_docum
 from airflow_provider_coremodels.core.audit import drift
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.document import dataset_json, decode_stored, edge_json, finding_json
-from airflow_provider_coremodels.core.lineage import LineageGraph, Node, to_mermaid
+from airflow_provider_coremodels.core.lineage import LINK_VIAS, LineageGraph, Node, to_mermaid
 from airflow_provider_coremodels.core.model import ASSET, DAG, FIELD_TYPE, Dataset, Field
 from airflow_provider_coremodels.core.policy import Policy, policy_json
 from airflow_provider_coremodels.core.rules import SEVERITY_ORDER, catalogue, most_severe_first, severity_rank
@@ -642,7 +642,8 @@ class SnapshotQueries:
         limit: int = DEFAULT_LIMIT,
     ) -> JSON:
         """Everything downstream of a DAG or asset, transitively: the assets it feeds, the DAGs that
-        consume those, and on; each with its distance and whether it is paused."""
+        consume those, the DAGs it triggers or that wait on it (``via``), and on; each with its
+        distance and whether it is paused."""
         graph = self._graph()
         identity = self._canonical(identity)
         if depth is not None and depth < 1:
@@ -674,6 +675,8 @@ class SnapshotQueries:
             out = _node_json(node)
             out["distance"] = distance
             out["reachedFrom"] = graph.node(came_from).id
+            if (link := graph.via.get((came_from, node.key))) in LINK_VIAS:
+                out["via"] = link  # triggered by, or waiting on, the DAG it was reached from
             if node.kind == "asset":
                 independent = sorted(
                     graph.node(p).id

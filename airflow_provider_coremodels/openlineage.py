@@ -189,6 +189,8 @@ def build_events(document: Document, options: Options | None = None) -> Emission
     writes: dict[str, set[str]] = {identity: set() for identity in dags}
     external = 0
     for edge in document.get("lineage") or ():
+        if edge["dependentKind"] == edge["dependsOnKind"]:
+            continue  # a trigger or a sensor joins two jobs: no dataset is read or written
         producing = edge["dependentKind"] == ASSET
         dag, asset = edge["dependsOn"], edge["dependent"]
         if not producing:

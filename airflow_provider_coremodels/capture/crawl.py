@@ -220,6 +220,7 @@ class _Crawl:
         # which looks at every pending future on each completion (quadratic over a capture)
         self.done: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
         self.details: dict[str, dict[str, Any]] = {}  # dag_id -> what its details add (condition, doc_md)
+        self.details_asked: set[str] = set()  # the DAGs whose details were asked for
         self.events: dict[str, list[Any]] = {}  # asset URI -> its newest events
         self.dags_found = 0
         self.tasks_lost = 0  # the DAGs whose tasks could not be captured
@@ -346,6 +347,9 @@ class _Crawl:
             recent_events = self._recent_events(recent, since)
             if recent_events is not None:
                 datasets["recent_events"] = recent_events
+        linked = any("owner_links" in found for found in self.details.values())
+        if linked and len(self.details_asked) < len(dags.items):  # the deployment uses them
+            self.lossiness.append(self._owner_links_record(len(dags.items)))
         # What the capture could not get rides in the files too: an offline audit of them says it.
         dags_doc["lossiness"] = [
             {"artifact": r.artifact, "message": r.message, **({"subject": r.subject} if r.subject else {})}
@@ -375,6 +379,19 @@ class _Crawl:
             state=state,
             lossiness=self.lossiness,
             summary=summary,
+        )
+
+    def _owner_links_record(self, total: int) -> Lossiness:
+        """Only a DAG's details give its ``owner_links``, and the capture reads them only where the
+        list says too little (an asset schedule, a missing description): the rest stay unknown, not
+        absent, rather than one more request per DAG. Said where some DAG's details show links (the
+        deployment uses them); where none does, an estate without links is the likely truth and the
+        docs say what is unknown."""
+        asked = len(self.details_asked)
+        return Lossiness(
+            "dags",
+            f"owner links (owner_links) known only for the {asked} of {total} DAGs whose details were read "
+            "(those scheduled on assets or without a description); the others' are unknown",
         )
 
     def _ordered_dags(self, dags: _List) -> list[Any]:
@@ -649,6 +666,7 @@ class _Crawl:
             self.documentation += 1
             wants.append("doc_md")
         if wants:
+            self.details_asked.add(dag_id)
             self._later("details", (dag_id, tuple(wants)), self.client.get_json, f"{path}/details")
 
     def _classify_stale(self, dags: _List, errors: _List) -> None:
@@ -682,6 +700,8 @@ class _Crawl:
             body, problem = None, str(exc)
         if problem is None and not isinstance(body, dict):
             problem = "the answer is not an object"
+        if isinstance(body, dict) and isinstance(body.get("owner_links"), dict) and body["owner_links"]:
+            self.details.setdefault(dag_id, {})["owner_links"] = body["owner_links"]  # asked for or not
         for want in wants:
             if isinstance(body, dict) and want in body:
                 self.details.setdefault(dag_id, {})[want] = body[want]

@@ -18,6 +18,8 @@ from airflow_provider_coremodels.core.broken import with_outlets
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.conditions import AssetIndex, ConditionError, from_text
 from airflow_provider_coremodels.core.conflicts import AssetConflict, read_conflicts
+from airflow_provider_coremodels.core.dag_links import describe as describe_link
+from airflow_provider_coremodels.core.dag_links import link_findings
 from airflow_provider_coremodels.core.freshness import FreshnessStatus, judge, parse_time
 from airflow_provider_coremodels.core.model import (
     ASSET,
@@ -190,6 +192,7 @@ def conformance(
             yield from airflow_warnings(dag)
     for bundle in sorted(examples):
         yield examples_loaded(bundle, sorted(examples[bundle]))
+    yield from link_findings(dags, (dag_id for ids in examples.values() for dag_id in ids))
     starved_by = _starved_by(broken, sides)
     for file in broken:
         yield dag_import_error(file, sides, dags)
@@ -232,7 +235,7 @@ def recall_outlets(broken: tuple[BrokenFile, ...], baseline: Estate | None) -> t
         return broken
     outlets: dict[str, set[str]] = defaultdict(set)
     for edge in baseline.lineage:
-        if edge.producing:
+        if edge.producing and not edge.dag_link:
             outlets[edge.dag_id].add(edge.asset)
     for file in baseline.import_errors:  # a file already broken then: what it was known to produce
         for dag_id, uri in file.outlets:
@@ -444,6 +447,8 @@ def lineage_sides(estate: Estate) -> dict[str, Sides]:
     """Each asset's producing and consuming edges: every edge names which of its ends is the asset."""
     sides: dict[str, Sides] = defaultdict(Sides)
     for edge in estate.lineage:
+        if edge.dag_link:
+            continue  # a trigger or a sensor: no asset has a side in it
         side = sides[edge.asset]
         (side.producers if edge.producing else side.consumers).append(edge)
     return sides
@@ -498,6 +503,9 @@ def lineage_drift(
     broken = estate.broken_dags().keys() | baseline.broken_dags().keys()
 
     def comparable(edge: Edge) -> bool:
+        if edge.dag_link:
+            ends = {edge.dependent, edge.depends_on}
+            return all((DAG, end) in both for end in ends) and not ends & broken
         dag_end, asset_end = (DAG, edge.dag_id), (ASSET, edge.asset)
         return dag_end in both and asset_end in both and edge.dag_id not in broken
 
@@ -515,6 +523,8 @@ def edge_subject(edge: Edge) -> str:
 
 
 def _edge_detail(edge: Edge) -> str:
+    if edge.dag_link:
+        return describe_link(edge)
     role = "produces" if edge.producing else ("reads (task inlet)" if edge.via == VIA_INLET else "consumes")
     return f"DAG {edge.dag_id} {role} asset {edge.asset}"
 

@@ -51,7 +51,7 @@ def unseen_watchers(
     """
     scheduled: dict[str, list[str]] = {}
     for edge in edges:
-        if not edge.producing and edge.via != VIA_INLET and not edge.external:
+        if not edge.dag_link and not edge.producing and edge.via != VIA_INLET and not edge.external:
             scheduled.setdefault(edge.asset, []).append(edge.dag_id)
     listed = any("watchers" in raw for raw in entries if isinstance(raw, dict))
     unknown = []

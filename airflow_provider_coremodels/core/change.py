@@ -41,6 +41,7 @@ from airflow_provider_coremodels.core.model import (
     Lossiness,
     State,
 )
+from airflow_provider_coremodels.core.owner_links import owner_links
 from airflow_provider_coremodels.core.parse import build_estate
 from airflow_provider_coremodels.core.references import DEPENDENCIES
 
@@ -197,7 +198,12 @@ def _learned_at_run_time(
     resolved_aliases: set[str] = set()
     resolved_refs: set[str] = set()
     for edge in baseline.lineage:
-        if edge.dag_id not in replaced or edge.dag_id not in present or edge.asset in declared:
+        if (
+            edge.dag_link
+            or edge.dag_id not in replaced
+            or edge.dag_id not in present
+            or edge.asset in declared
+        ):
             continue
         if edge.via == VIA_REF and edge.dag_id in unresolved_refs:
             kept.append(edge)
@@ -251,7 +257,9 @@ def splice(
             continue
         dags[identity] = _placed(dag, identity, base_dags.get(identity), target)
 
-    running_edges = [e for e in baseline.lineage if e.dag_id not in replaced]
+    running_edges = [
+        e for e in baseline.lineage if (e.link_owner if e.dag_link else e.dag_id) not in replaced
+    ]
     at_run_time, resolved_aliases, resolved_refs = _learned_at_run_time(
         baseline, parsed, target, replaced, aliases or {}
     )
@@ -259,10 +267,11 @@ def splice(
     running_edges.extend(_renamed(e, target) for e in parsed.lineage)
     lineage = _resolved(running_edges, dags.keys(), merged)
 
-    named = {edge.asset for edge in lineage}
+    named = {edge.asset for edge in lineage if not edge.dag_link}
     base_named: dict[str, set[str]] = defaultdict(set)
     for edge in baseline.lineage:
-        base_named[edge.asset].add(edge.dag_id)
+        if not edge.dag_link:
+            base_named[edge.asset].add(edge.dag_id)
     parsed_assets = {a.identity: a for a in parsed.assets()}
     assets: dict[str, Dataset] = {}
     for asset in baseline.assets():
@@ -328,6 +337,8 @@ def _placed(dag: Dataset, identity: str, before: Dataset | None, target: Target)
 def _renamed(edge: Edge, target: Target) -> Edge:
     if target.deployment is None:
         return edge
+    if edge.dag_link:
+        return Edge.link(target.dag_id(edge.dependent), target.dag_id(edge.depends_on), edge.via or "")
     if edge.producing:
         return Edge.produces(target.dag_id(edge.dag_id), edge.asset, via=edge.via)
     return Edge.consumes(target.dag_id(edge.dag_id), edge.asset, via=edge.via)
@@ -349,13 +360,18 @@ def _resolved(edges: Iterable[Edge], dags: Iterable[str], merged: bool) -> list[
     known = set(dags)
     unique: dict[tuple[str, str, str, str], Edge] = {}
     for edge in edges:
-        unique.setdefault(edge.key, dataclasses.replace(edge, external=edge.dag_id not in known))
+        ends = (edge.dependent, edge.depends_on) if edge.dag_link else (edge.dag_id,)
+        unique.setdefault(edge.key, dataclasses.replace(edge, external=not known.issuperset(ends)))
     if not merged:
         return list(unique.values())
     where: dict[str, set[str]] = defaultdict(set)
     for edge in unique.values():
-        where[edge.asset].add(edge.dag_id.partition("/")[0])
-    return [dataclasses.replace(e, cross_deployment=len(where[e.asset]) > 1) for e in unique.values()]
+        if not edge.dag_link:
+            where[edge.asset].add(edge.dag_id.partition("/")[0])
+    return [
+        e if e.dag_link else dataclasses.replace(e, cross_deployment=len(where[e.asset]) > 1)
+        for e in unique.values()
+    ]
 
 
 def _united(stored: Dataset, parsed: Dataset) -> Dataset:
@@ -375,7 +391,8 @@ def _attributed(assets: dict[str, Dataset], lineage: Iterable[Edge]) -> dict[str
     lineage spans deployments (``merge`` writes the same)."""
     sides: dict[str, dict[bool, set[str]]] = defaultdict(lambda: {True: set(), False: set()})
     for edge in lineage:
-        sides[edge.asset][edge.producing].add(edge.dag_id.partition("/")[0])
+        if not edge.dag_link:
+            sides[edge.asset][edge.producing].add(edge.dag_id.partition("/")[0])
     out = {}
     for uri, asset in assets.items():
         metadata = {k: v for k, v in asset.metadata.items() if k not in (PRODUCED_IN_KEY, CONSUMED_IN_KEY)}
@@ -412,9 +429,14 @@ class Affected:
     dag: str
     owners: tuple[str, ...]
     through: str
+    #: How to reach the owners (Airflow's ``owner_links``), where the capture read them.
+    owner_links: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"dag": self.dag, "owners": list(self.owners), "through": self.through}
+        out: dict[str, Any] = {"dag": self.dag, "owners": list(self.owners), "through": self.through}
+        if self.owner_links:
+            out["ownerLinks"] = dict(self.owner_links)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -521,7 +543,8 @@ def _downstream(
     for dag_id in sorted(reached):
         dag = dags_now.get(dag_id) or dags_then.get(dag_id)
         owners = dag.metadata.get(OWNERS_KEY, "") if dag is not None else ""
-        out.append(Affected(dag_id, tuple(o for o in owners.split(",") if o), reached[dag_id]))
+        links = tuple(sorted(owner_links(dag.metadata).items())) if dag is not None else ()
+        out.append(Affected(dag_id, tuple(o for o in owners.split(",") if o), reached[dag_id], links))
     return tuple(out)
 
 

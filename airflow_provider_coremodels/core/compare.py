@@ -418,7 +418,10 @@ def _sections(c: Comparison) -> list[tuple[str, tuple[str, ...], list[tuple[str,
         ]
 
     def edge_rows(edges: Sequence[Edge]) -> list[tuple[str, ...]]:
-        return [(edge_subject(e), _edge_detail(e) + (f" (via {e.via})" if e.via else "")) for e in edges]
+        return [
+            (edge_subject(e), _edge_detail(e) + (f" (via {e.via})" if e.via and not e.dag_link else ""))
+            for e in edges
+        ]
 
     finding_columns = ("severity", "code", "subject", "how", "detail")
     sections: list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]] = [

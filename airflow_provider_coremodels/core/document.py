@@ -40,6 +40,7 @@ from airflow_provider_coremodels.core.model import (
     Materialization,
     NonEmptyText,
     State,
+    joins,
 )
 from airflow_provider_coremodels.core.policy import policy_json
 from airflow_provider_coremodels.core.rules import FRESHNESS
@@ -593,7 +594,7 @@ def _read_typed(data: bytes | str) -> StoredSnapshot | None:
     )
     if doc.datasets is msgspec.UNSET or doc.lineage is msgspec.UNSET:
         return StoredSnapshot(doc.fingerprint, state, None)
-    if any(edge.dependent_kind == edge.depends_on_kind for edge in doc.lineage):
+    if not all(joins(edge.dependent_kind, edge.depends_on_kind, edge.via) for edge in doc.lineage):
         return None  # the checked reader names the edge
     if not all(field.approximate for d in doc.datasets for field in d.fields):
         # ``approximate`` is a constant (contract: always true), which the checked reader does not
@@ -768,15 +769,18 @@ class _Reader:
         raw = self.obj(raw, where)
         dependent_kind = self.kind(raw, "dependentKind", where)
         depends_on_kind = self.kind(raw, "dependsOnKind", where)
-        if dependent_kind == depends_on_kind:
-            raise self.fail(where, "an edge joins a DAG and an asset")
+        via = self.opt_str(raw, "via", where)
+        if not joins(dependent_kind, depends_on_kind, via):
+            raise self.fail(
+                where, 'an edge joins a DAG and an asset, or two DAGs "via" "trigger" or "sensor"'
+            )
         return Edge(
             self.text(raw, "dependent", where),
             dependent_kind,
             self.text(raw, "dependsOn", where),
             depends_on_kind,
             self.flag(raw, "external", where),
-            self.opt_str(raw, "via", where),
+            via,
             self.flag(raw, "crossDeployment", where),
         )
 

@@ -30,6 +30,9 @@ _KIND_ORDER = {"dag": 0, "external": 1, "asset": 2}
 _NODE_KINDS = {"dag": ("dag",), "asset": ("asset",), "dataset": ("dag", "asset")}
 #: The label of an edge from a DAG whose file does not import to an asset it last produced.
 BROKEN_VIA = "last produced; does not import"
+#: The labels of links between two DAGs (a trigger, a sensor): drawn in a style of their own.
+LINK_VIAS = ("trigger", "sensor")
+_LINK_COLOUR = "#bf8700"
 #: The findings that mark an asset stale in every picture.
 _STALE_CODES = frozenset(("asset-stale", "producer-failing"))
 
@@ -185,6 +188,18 @@ class LineageGraph:
         vias: dict[tuple[str, str], str] = {}
         crossing: set[tuple[str, str]] = set()
         for edge in document["lineage"]:
+            if edge.get("dependentKind") == "dag" and edge.get("dependsOnKind") == "dag":
+                if edge.get("via") not in LINK_VIAS:
+                    continue  # no other edge joins two DAGs: nothing the picture can place
+                for end in (edge["dependent"], edge["dependsOn"]):
+                    if end not in described and end not in externals:
+                        externals[end] = _node(
+                            end, "external", False, open_findings, deployment=deployment_of(end)
+                        )
+                pair = (_key("dag", edge["dependsOn"]), _key("dag", edge["dependent"]))  # as runs follow
+                edges.add(pair)
+                vias[pair] = str(edge["via"])
+                continue
             sides = _edge_sides(edge, assets, described)
             if sides is None:
                 continue  # neither end is an asset: nothing the picture can place
@@ -313,6 +328,9 @@ class LineageGraph:
         ]
         if self.crossing:
             parts[-1] += f" ({len(self.crossing)} across deployments)"
+        links = sum(1 for edge in self.edges if self.via.get(edge) in LINK_VIAS)
+        if links:
+            parts[-1] += f" ({_plural(links, 'trigger or sensor link')})"
         line = ", ".join(parts)
         if self.hidden_dags:
             line += f"; {_plural(len(self.hidden_dags), 'DAG')} without asset lineage not shown"
@@ -416,6 +434,7 @@ def to_mermaid(graph: LineageGraph) -> str:
     """A Mermaid flowchart, left to right: renders in GitHub and GitLab markdown as it is."""
     ids = {node.key: f"n{i}" for i, node in enumerate(graph.nodes)}
     lines = ["flowchart LR", f"  %% {graph.summary()}"]
+    links: dict[str, list[str]] = defaultdict(list)  # a trigger's and a sensor's edges, by number
     for number, (deployment, nodes) in enumerate(_groups(graph).items()):
         indent = "  "
         if deployment is not None:  # a merged estate: each deployment's DAGs in a box of its own
@@ -427,11 +446,21 @@ def to_mermaid(graph: LineageGraph) -> str:
             lines.append(f"{indent}{ids[node.key]}{shape}")
         if deployment is not None:
             lines.append("  end")
-    for source, target in graph.edges:
+    for number, (source, target) in enumerate(graph.edges):
         via = graph.via.get((source, target))
-        line = "==>" if (source, target) in graph.crossing else ("-.->" if via else "-->")
+        if via in LINK_VIAS:
+            links[via].append(str(number))
+        line = (
+            "==>"
+            if (source, target) in graph.crossing
+            else ("-.->" if via and via not in LINK_VIAS else "-->")
+        )
         arrow = f"{line}|{_mermaid_text(via).replace('|', '#124;')}|" if via else line
         lines.append(f"  {ids[source]} {arrow} {ids[target]}")
+    for via in LINK_VIAS:  # a trigger solid, a sensor dashed, both in the links' colour
+        if links[via]:
+            dash = ",stroke-dasharray:6 3" if via == "sensor" else ""
+            lines.append(f"  linkStyle {','.join(links[via])} stroke:{_LINK_COLOUR},stroke-width:2px{dash}")
     lines.extend(f"  {line}" for line in _MERMAID_CLASSES)
     for cls, members in _classes(graph).items():
         if members:
@@ -497,7 +526,11 @@ def to_dot(graph: LineageGraph) -> str:
             lines.append("  }")
     for source, target in graph.edges:
         via = graph.via.get((source, target))
-        style = [f"style=dashed, label={_dot_string(via)}"] if via else []
+        if via in LINK_VIAS:
+            dash = "bold,dashed" if via == "sensor" else "bold"
+            style = [f'style="{dash}", color="{_LINK_COLOUR}", label={_dot_string(via)}']
+        else:
+            style = [f"style=dashed, label={_dot_string(via)}"] if via else []
         if (source, target) in graph.crossing:
             style.append('penwidth=2.5, color="#8250df"')
         edge_attrs = f" [{', '.join(style)}]" if style else ""
@@ -546,6 +579,8 @@ _SVG_STYLE = """
 .coremodels-lineage .edge { fill: none; stroke: #8c959f; stroke-width: 1.4; }
 .coremodels-lineage .edge.via { stroke-dasharray: 5 3; }
 .coremodels-lineage .edge.cross { stroke: #8250df; stroke-width: 2.5; }
+.coremodels-lineage .edge.trigger, .coremodels-lineage .edge.sensor { stroke: #bf8700; stroke-width: 2; }
+.coremodels-lineage .edge.sensor { stroke-dasharray: 6 3; }
 .coremodels-lineage .node rect { stroke-width: 1.5; }
 .coremodels-lineage .dag rect { fill: #e8f1fb; stroke: #1f6feb; }
 .coremodels-lineage .asset rect { fill: #eaf6ec; stroke: #2da44e; }
@@ -615,7 +650,8 @@ def to_svg(graph: LineageGraph) -> str:
         path = (
             f'd="{_path(laid.routes[(source, target)], laid.direction)}" marker-end="url(#coremodels-arrow)"'
         )
-        kind = "edge" + (" via" if via else "") + (" cross" if (source, target) in graph.crossing else "")
+        kind = "edge" + (f" {via}" if via in LINK_VIAS else " via" if via else "")
+        kind += " cross" if (source, target) in graph.crossing else ""
         ends = f'data-source="{escape(source)}" data-target="{escape(target)}"'
         if via:
             out.append(f'<path class="{kind}" {ends} {path}><title>{escape(printable(via))}</title></path>')

@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
+from airflow_provider_coremodels.core.owner_links import with_links
 from airflow_provider_coremodels.core.render import (
     as_sentence,
     baseline_sentence,
@@ -24,6 +25,7 @@ from airflow_provider_coremodels.core.render import (
     context_lines,
     display_names,
     freshness_line,
+    links_part,
     severity_counts,
     subject_text,
     table_order,
@@ -151,7 +153,11 @@ def _change_section(change: Any, names: Mapping[str, str], max_rows: int) -> lis
         out.append(f"### Affected downstream ({len(affected)})")
         out.append("")
         rows = (
-            [_code(a["dag"]), _text(", ".join(a.get("owners") or ()) or "no owner"), _code(a["through"])]
+            [
+                _code(a["dag"]),
+                _text(with_links(a.get("owners") or (), a.get("ownerLinks") or {}) or "no owner"),
+                _code(a["through"]),
+            ]
             for a in affected
         )
         out.extend(_table(("DAG", "Owners", "Through"), rows, len(affected), max_rows))
@@ -176,7 +182,7 @@ def _summary(document: Mapping[str, Any]) -> str:
         f"**{facts.get('assets', 0)} assets**",
         f"**{facts.get('tasks', 0)} tasks**",
         f"**{counts.get('lineageEdges', 0)} lineage edges** "
-        f"({counts.get('lineageEdgesSkipped', 0)} external)",
+        f"({counts.get('lineageEdgesSkipped', 0)} external{links_part(document)})",
     ]
     line = " · ".join(parts)
     source = []

@@ -99,9 +99,10 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None, clock: datetime
 
     sides: dict[str, dict[bool, set[str]]] = defaultdict(lambda: {True: set(), False: set()})
     for edge in edges:
-        sides[edge.asset][edge.producing].add(_deployment_of(edge.dag_id))
+        if not edge.dag_link:  # a trigger or sensor joins two DAGs of one deployment
+            sides[edge.asset][edge.producing].add(_deployment_of(edge.dag_id))
     crossing = {asset for asset, by in sides.items() if len(by[True] | by[False]) > 1}
-    edges = [_crossing(edge) if edge.asset in crossing else edge for edge in edges]
+    edges = [_crossing(edge) if not edge.dag_link and edge.asset in crossing else edge for edge in edges]
     for uri in crossing & assets.keys():  # who claims what, across deployments, said on the asset
         assets[uri] = _attributed(assets[uri], sides[uri][True], sides[uri][False])
     unique = {edge.key: edge for edge in edges}  # a DAG may name an asset twice only within its deployment
@@ -217,7 +218,16 @@ def _merged_asset(seen: Dataset | None, asset: Dataset) -> Dataset:
 
 
 def _renamed(deployment: str, edge: Edge) -> Edge:
-    """The edge with its DAG end named ``<deployment>/<dag_id>``; the asset end is the join key."""
+    """The edge with its DAG end named ``<deployment>/<dag_id>``; the asset end is the join key. A
+    trigger or sensor joins two DAGs of the deployment, both renamed: the REST API shows no link to
+    another deployment's DAG."""
+    if edge.dag_link:
+        return Edge.link(
+            merged_id(deployment, edge.dependent),
+            merged_id(deployment, edge.depends_on),
+            edge.via or "",
+            external=edge.external,
+        )
     if edge.producing:
         return Edge.produces(
             merged_id(deployment, edge.depends_on), edge.dependent, external=edge.external, via=edge.via

@@ -107,13 +107,32 @@ STALE_TOLERANCE_KEY = "coremodels.staleTolerance"
 VIA_REF = "ref"  # a schedule on Asset.ref, resolved by name or URI
 VIA_INLET = "inlet"  # a task inlet that does not schedule the DAG
 VIA_ALIAS = "alias:"  # + the alias's name: resolved through an AssetAlias
+VIA_TRIGGER = "trigger"  # DAG to DAG: a TriggerDagRunOperator; the triggered DAG depends on its DAG
+VIA_SENSOR = "sensor"  # DAG to DAG: an ExternalTaskSensor; its DAG depends on the DAG it waits on
+#: How an edge between two DAGs is learned: no other edge joins two datasets of one kind.
+DAG_LINK_VIAS = (VIA_TRIGGER, VIA_SENSOR)
+
+#: The trigger and sensor tasks of a DAG whose target is known, in the DAG's metadata: canonical
+#: JSON of ``[{"dag": <the other DAG's dag_id>, "task": <task_id>, "via": "trigger" | "sensor"}]``.
+DAG_LINKS_KEY = "airflow.dagLinks"
+#: A DAG's ``owner_links`` (owner -> URL), canonical JSON, where its details were read.
+OWNER_LINKS_KEY = "airflow.ownerLinks"
+
+
+def joins(dependent_kind: str, depends_on_kind: str, via: str | None) -> bool:
+    """Whether an edge of these kinds can exist: a DAG and an asset, or two DAGs by a trigger or sensor."""
+    if dependent_kind != depends_on_kind:
+        return True
+    return dependent_kind == DAG and via in DAG_LINK_VIAS
 
 
 @dataclass(frozen=True, slots=True)
 class Edge:
     """``dependent`` depends on ``depends_on``; each end names its kind, since a DAG and an asset
-    may share a name (``@asset`` makes exactly that). Every edge joins a DAG and an asset: a
-    producing edge makes the asset depend on its DAG, a consuming edge the DAG on its asset.
+    may share a name (``@asset`` makes exactly that). An edge joins a DAG and an asset (a
+    producing edge makes the asset depend on its DAG, a consuming edge the DAG on its asset), or
+    two DAGs (``dag_link``: a trigger or a sensor, ``via`` says which). ``producing``, ``dag_id``
+    and ``asset`` speak of the first kind only: code that reads them skips DAG links first.
     ``external`` when the DAG is absent from the dags artifact; ``via`` says how an edge was
     learned when not from a plain producing task or schedule reference (``VIA_*``).
     """
@@ -136,6 +155,22 @@ class Edge:
     def consumes(cls, dag_id: str, uri: str, *, external: bool = False, via: str | None = None) -> Edge:
         """The DAG consumes the asset: it depends on the asset."""
         return cls(dag_id, DAG, uri, ASSET, external, via)
+
+    @classmethod
+    def link(cls, dependent: str, depends_on: str, via: str, *, external: bool = False) -> Edge:
+        """A link between two DAGs: ``dependent`` (the triggered or the waiting DAG) depends on
+        ``depends_on`` (the triggering DAG or the one waited for)."""
+        return cls(dependent, DAG, depends_on, DAG, external, via)
+
+    @property
+    def dag_link(self) -> bool:
+        """Whether the edge joins two DAGs (a trigger or a sensor) rather than a DAG and an asset."""
+        return self.dependent_kind == self.depends_on_kind
+
+    @property
+    def link_owner(self) -> str:
+        """A DAG link's DAG whose task makes it: the triggering DAG, or the waiting one."""
+        return self.depends_on if self.via == VIA_TRIGGER else self.dependent
 
     @property
     def producing(self) -> bool:

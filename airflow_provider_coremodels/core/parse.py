@@ -32,13 +32,17 @@ from airflow_provider_coremodels.core.conditions import (
 )
 from airflow_provider_coremodels.core.conditions import to_text as condition_text
 from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT, read_conflicts, refused_twins
+from airflow_provider_coremodels.core.dag_links import no_graph as _no_graph
+from airflow_provider_coremodels.core.dag_links import read_links
 from airflow_provider_coremodels.core.freshness import positive_number, read_freshness
 from airflow_provider_coremodels.core.model import (
     ASSET,
     DAG,
+    DAG_LINKS_KEY,
     DISPLAY_NAME_KEY,
     DOC_MD_KEY,
     MAX_ACTIVE_RUNS_KEY,
+    OWNER_LINKS_KEY,
     RETRIES_KEY,
     STALE_TOLERANCE_KEY,
     VIA_ALIAS,
@@ -52,6 +56,7 @@ from airflow_provider_coremodels.core.model import (
     Lossiness,
     State,
 )
+from airflow_provider_coremodels.core.owner_links import owner_links_text
 from airflow_provider_coremodels.core.references import (
     UNCHECKED,
     DeclaredEdges,
@@ -124,6 +129,7 @@ class _Dag(TypedDict, total=False):
     doc_md: Any  # from /dags/{dag_id}/details, for DAGs without a description
     dag_display_name: Any
     max_active_runs: Any  # read by the team's rules (core/policy.py)
+    owner_links: Any  # from /dags/{dag_id}/details, where the capture asks for them
     is_stale: Any  # a stale DAG (core/broken.py); these two also tell the API generation apart
     is_active: Any
     has_import_errors: Any
@@ -440,6 +446,14 @@ def build_estate(
     graph = read_graph(datasets) if usable else None
     records.extend(inlets_record(dag_id) for dag_id in _unconfirmed_inlets(lineage.edges(), running, graph))
     records.extend(unseen_asset_inputs(dag_fields))
+    links, owned, link_records = read_links(
+        datasets if usable else None,
+        dag_fields,
+        running.keys(),
+        dag_raws.keys(),
+        why_none=_no_graph(api, usable),
+    )
+    records.extend(link_records)
     if lineage.has_external() and not (gone or broken_of or _includes_stale(dags)):
         records.append(
             Lossiness(
@@ -453,7 +467,13 @@ def build_estate(
     warned = _dag_warnings(dags, dag_raws.keys(), records)
     dag_datasets = [
         _dag_dataset(
-            dag_id, raw, dag_fields[dag_id], conditions.get(dag_id), conflicts.get(dag_id), warned.get(dag_id)
+            dag_id,
+            raw,
+            dag_fields[dag_id],
+            conditions.get(dag_id),
+            conflicts.get(dag_id),
+            warned.get(dag_id),
+            owned.get(dag_id),
         )
         for dag_id, raw in dag_raws.items()
     ]
@@ -461,7 +481,7 @@ def build_estate(
     records.sort(key=lambda r: (_ARTIFACT_ORDER.get(r.artifact, 9), r.subject or "", r.message))
     return Estate(
         datasets=tuple(all_datasets),
-        lineage=lineage.edges(),
+        lineage=tuple(sorted((*lineage.edges(), *links), key=lambda e: e.key)) if links else lineage.edges(),
         state=state
         or State(
             connector_version=__version__,
@@ -564,6 +584,7 @@ def _dag_dataset(
     condition: str | None,
     conflicts: str | None,
     warnings: str | None = None,
+    links: str | None = None,
 ) -> Dataset:
     """A DAG as a dataset; ``condition`` is its asset condition as text, ``conflicts`` its asset
     conflict warning, ``warnings`` its other DAG warnings (all three read by the audit)."""
@@ -598,6 +619,10 @@ def _dag_dataset(
         metadata[MAX_ACTIVE_RUNS_KEY] = runs
     if warnings:
         metadata[WARNINGS_KEY] = warnings
+    if links:
+        metadata[DAG_LINKS_KEY] = links
+    if owner_links := owner_links_text(raw.get("owner_links")):
+        metadata[OWNER_LINKS_KEY] = owner_links
     return Dataset(
         identity=dag_id,
         name=dag_id,

@@ -28,8 +28,10 @@ from airflow_provider_coremodels.core.model import INLETS_UNCONFIRMED, Lossiness
 
 #: What the capture adds to the datasets artifact: ``GET /ui/dependencies``, its edges.
 DEPENDENCIES = "dependencies"
-#: The graph's node kinds the check reads; the rest (sensors, triggers) join DAG to DAG.
-_READ_PREFIXES = ("dag:", "asset:", "asset-alias:", "asset-name-ref:", "asset-uri-ref:")
+#: The graph's node kinds the check reads; triggers and sensors join DAG to DAG (``dag_links.py``).
+_ASSET_PREFIXES = ("dag:", "asset:", "asset-alias:", "asset-name-ref:", "asset-uri-ref:")
+_LINK_PREFIXES = ("trigger:", "sensor:")
+_READ_PREFIXES = (*_ASSET_PREFIXES, *_LINK_PREFIXES)
 
 
 class DeclaredEdges:
@@ -72,13 +74,18 @@ def read_graph(doc: Any) -> DeclaredEdges | None:
     for edge in edges:
         if isinstance(edge, dict):
             source, target = edge.get("source_id"), edge.get("target_id")
-            if isinstance(source, str) and isinstance(target, str):
+            if (
+                isinstance(source, str)
+                and isinstance(target, str)
+                and not (source.startswith(_LINK_PREFIXES) or target.startswith(_LINK_PREFIXES))
+            ):
                 pairs.append((source, target))
     return DeclaredEdges(pairs)
 
 
 def reduce_graph(body: Any) -> Any:
-    """The graph as the capture keeps it: its edges between DAGs, assets, aliases and references."""
+    """The graph as the capture keeps it: its edges between DAGs, assets, aliases, references,
+    triggers and sensors."""
     edges = body.get("edges") if isinstance(body, dict) else None
     if not isinstance(edges, list):
         return body

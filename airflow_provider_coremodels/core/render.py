@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from airflow_provider_coremodels.core.model import DISPLAY_NAME_KEY
+from airflow_provider_coremodels.core.owner_links import with_links
 from airflow_provider_coremodels.core.rules import POLICY, catalogue, most_severe_first, severity_rank
 from airflow_provider_coremodels.core.text import printable
 
@@ -36,10 +37,29 @@ def summary_line(document: dict[str, Any]) -> str:
         f"{facts['dags']} DAGs ({facts['pausedDags']} paused)",
         f"{facts['assets']} assets",
         f"{facts['tasks']} tasks",
-        f"{counts['lineageEdges']} lineage edges ({counts['lineageEdgesSkipped']} external)",
+        f"{counts['lineageEdges']} lineage edges "
+        f"({counts['lineageEdgesSkipped']} external{links_part(document)})",
         f"fingerprint {document['fingerprint']}",
     ]
     return printable(" · ".join(parts))
+
+
+def dag_links_count(document: Mapping[str, Any]) -> int:
+    """How many of a document's edges join two DAGs (a trigger or a sensor)."""
+    lineage = document.get("lineage")
+    if not isinstance(lineage, list):
+        return 0
+    return sum(
+        1
+        for e in lineage
+        if isinstance(e, Mapping) and e.get("dependentKind") == e.get("dependsOnKind") == "dag"
+    )
+
+
+def links_part(document: Mapping[str, Any]) -> str:
+    """``, N between DAGs`` for the counts line's parenthesis, where a trigger or sensor links two."""
+    count = dag_links_count(document)
+    return f", {count} between DAGs (trigger or sensor)" if count else ""
 
 
 def findings_count_line(findings: list[dict[str, Any]]) -> str:
@@ -324,7 +344,8 @@ def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> 
         for f in opened
     ]
     affected = [
-        f"{a['dag']} ({', '.join(a.get('owners') or ()) or 'no owner'}) through {a['through']}"
+        f"{a['dag']} ({with_links(a.get('owners') or (), a.get('ownerLinks') or {}) or 'no owner'}) "
+        f"through {a['through']}"
         for a in change.get("affected", ())
     ]
     return [

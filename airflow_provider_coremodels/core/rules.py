@@ -158,6 +158,26 @@ RULES: tuple[Rule, ...] = (
         about="asset",
     ),
     Rule(
+        "dag-link-missing",
+        CONFORMANCE,
+        Severity.WARNING,
+        "Task triggers, or waits on, a DAG the estate does not have — the trigger fails, or the sensor "
+        "waits until it times out.",
+        "Correct the DAG id the task names (`trigger_dag_id`, `external_dag_id`), or deploy the DAG it "
+        "names; a DAG renamed or deleted leaves every trigger and sensor that names it broken.",
+        about="task",
+    ),
+    Rule(
+        "dag-link-paused",
+        CONFORMANCE,
+        Severity.WARNING,
+        "An active DAG triggers, or waits on, a paused DAG — the triggered runs queue without running, "
+        "or the sensor waits on runs that never come.",
+        "Unpause the DAG the detail names, or pause the DAG whose task links to it too: while it is "
+        "paused, the link holds up the active DAG.",
+        about="task",
+    ),
+    Rule(
         "examples-loaded",
         CONFORMANCE,
         Severity.INFO,

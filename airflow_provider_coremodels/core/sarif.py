@@ -260,6 +260,8 @@ class _Locator:
         self.consumers: dict[str, list[str]] = defaultdict(list)
         self.producers: dict[str, list[str]] = defaultdict(list)
         for edge in document.get("lineage", []):
+            if edge.get("dependentKind") == edge.get("dependsOnKind") == "dag":
+                continue  # a trigger or a sensor: no asset end to place a finding at
             producing = edge.get("dependentKind") == "asset"
             dag_id, asset = (
                 (edge["dependsOn"], edge["dependent"])

@@ -38,7 +38,7 @@ from support.recording import ReplayServer, capture_clock, load_recording
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import Estate, audit, build_document
 from airflow_provider_coremodels.core.conflicts import read_conflicts
-from airflow_provider_coremodels.core.model import VIA_ALIAS, VIA_INLET
+from airflow_provider_coremodels.core.model import DAG_LINKS_KEY, VIA_ALIAS, VIA_INLET
 
 VERSIONS = FIXTURES / "versions"
 
@@ -129,7 +129,16 @@ def aliases_of(edge: Any) -> list[str]:
     return edge.via[len(VIA_ALIAS) :].split(",")
 
 
+def declared_link_edges(truth: Any) -> set[tuple[str, str, str]]:
+    """The truth's triggers and sensors as edges: (dependent, dependsOn, via)."""
+    return {
+        (other, dag, via) if via == "trigger" else (dag, other, via) for via, dag, _task, other in truth.links
+    }
+
+
 def is_declared(truth: Any, edge: Any) -> bool:
+    if edge.dag_link:
+        return (edge.dependent, edge.depends_on, edge.via) in declared_link_edges(truth)
     declared = {(d.kind, d.dag, d.asset) for d in truth.edges}
     kind = role(edge)
     if (kind, edge.dag_id, edge.asset) in declared:
@@ -187,6 +196,8 @@ def owned_up(replay: Replayed, truth: Any, edge: Any, spot: str) -> str | None:
 
 
 def describe(edge: Any) -> str:
+    if getattr(edge, "dag_link", False):
+        return f"{edge.via} {edge.depends_on} -> {edge.dependent}"
     if hasattr(edge, "producing"):
         arrow = f"{edge.dag_id} -> {edge.asset}" if edge.producing else f"{edge.asset} -> {edge.dag_id}"
         return f"{role(edge)} {arrow}" + (f" (via {edge.via})" if edge.via else "")
@@ -331,6 +342,47 @@ def test_deleted_and_dropped(line: str, scenario: str) -> None:
     assert not any(
         e.producing and e.dag_id == "loser" and e.asset == "s3://lake/lost" for e in replay.estate.lineage
     )
+
+
+@pytest.mark.parametrize(("line", "scenario"), cases("test_dag_links", EXAMPLE_SCENARIOS))
+def test_dag_links(line: str, scenario: str) -> None:
+    """Triggers and sensors: on 3.x each one the example code declares is an edge between two DAGs
+    (from the dependency graph) and its DAG names the task; Airflow 2 serves no graph, so each is
+    one lossiness record naming the task instead, and no edge."""
+    replay, truth = replayed(line, scenario), truth_of(line, scenario)
+    links = {(e.dependent, e.depends_on, e.via) for e in replay.estate.lineage if e.dag_link}
+    records = {
+        r.get("subject"): r["message"] for r in replay.lossiness() if "links to is not known" in r["message"]
+    }
+    if truth.major == 2:
+        assert links == set()
+        assert set(records) == {f"{dag}.{task}" for _via, dag, task, _other in truth.links}
+        assert all("Airflow 2 serves none" in message for message in records.values())
+        return
+    assert links == declared_link_edges(truth)
+    assert records == {}
+    dags = {d.identity: d for d in replay.estate.dags()}
+    for via, dag, task, other in truth.links:
+        assert {"dag": other, "task": task, "via": via} in json.loads(dags[dag].metadata[DAG_LINKS_KEY])
+    assert [f for f in replay.document["findings"] if f["code"].startswith("dag-link")] == []
+
+
+#: Fingerprints of recorded estates without a trigger or sensor, as the provider gave them before it
+#: read links between DAGs: an estate without links keeps its fingerprint.
+LINKLESS_FINGERPRINTS = {
+    ("3.0.6", "broken"): "ee71fd464ad796fc",
+    ("3.0.6", "deleted"): "67dfad8d3ac2f73d",
+    ("3.3.2", "broken"): "512e0176006eb268",
+    ("3.3.2", "deleted"): "047e0a224dad44ac",
+    ("2.11.2", "examples"): "8c86a61e9c66be44",  # links there, unseen: the same estate as before
+}
+
+
+@pytest.mark.parametrize(("line", "scenario"), sorted(LINKLESS_FINGERPRINTS))
+def test_fingerprint_without_links_is_unchanged(line: str, scenario: str) -> None:
+    replay = replayed(line, scenario)
+    assert not any(e.dag_link for e in replay.estate.lineage)
+    assert replay.document["fingerprint"] == LINKLESS_FINGERPRINTS[(line, scenario)]
 
 
 @pytest.mark.parametrize(("line", "scenario"), cases("test_watched_assets"))

@@ -407,3 +407,38 @@ def test_rules_given_to_the_server_re_audit_the_stored_estate() -> None:
     waiver = Waiver("dag-no-owner", "*", "ops", dt.date(2999, 1, 1))
     only_waivers = queries(recorded_document(policy=policy), waivers=(waiver,))
     assert not any(f["section"] == "Policy" for f in only_waivers.findings)
+
+
+def test_impact_follows_a_trigger_and_a_sensor_and_says_which() -> None:
+    """A DAG's impact reaches the DAG it triggers and the DAG that waits on it, each marked with the
+    link it was reached by; the DAG's neighbours say it too."""
+    from airflow_provider_coremodels.core import audit, build_document, build_estate
+
+    dags = [
+        {"dag_id": dag_id, "is_paused": False, "owners": ["team"], "description": "d"}
+        for dag_id in ("load", "reconcile", "month_end")
+    ]
+    graph = [
+        {"source_id": "dag:load", "target_id": "trigger:load:reconcile:kick"},
+        {"source_id": "trigger:load:reconcile:kick", "target_id": "dag:reconcile"},
+        {"source_id": "dag:reconcile", "target_id": "sensor:reconcile:month_end:wait"},
+        {"source_id": "sensor:reconcile:month_end:wait", "target_id": "dag:month_end"},
+    ]
+    tasks = {
+        "load": [{"task_id": "kick", "class_ref": {"class_name": "TriggerDagRunOperator"}}],
+        "month_end": [{"task_id": "wait", "class_ref": {"class_name": "ExternalTaskSensor"}}],
+    }
+    estate = build_estate(
+        {"dags": dags, "import_errors": [], "includes_stale": True},
+        tasks,
+        {"assets": [], "dependencies": {"edges": graph}},
+    )
+    served = queries(build_document(estate, audit(estate)))
+    impact = served.impact("load")
+    assert [
+        (a["identity"], a["distance"], a["reachedFrom"], a.get("via")) for a in impact["affected"]["items"]
+    ] == [
+        ("reconcile", 1, "load", "trigger"),
+        ("month_end", 2, "reconcile", "sensor"),
+    ]
+    assert impact["summary"]["dags"] == 2

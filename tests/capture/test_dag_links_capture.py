@@ -1,0 +1,87 @@
+"""Triggers, sensors and owner links captured from a real Airflow API server of the installed line.
+
+The server serves tests/fixtures/link_dags: a static trigger, a deferrable sensor, a trigger of a
+templated target, a trigger of a DAG that does not exist, an active DAG waiting on a paused one,
+and two DAGs with owner links (one whose details the capture reads, one whose it does not). What
+each must give is written here by hand from that code.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.helpers import FIXTURES
+
+from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
+from airflow_provider_coremodels.core import audit, build_document
+from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
+from airflow_provider_coremodels.core.model import DAG_LINKS_KEY, OWNER_LINKS_KEY
+from airflow_provider_coremodels.core.render import summary_line
+
+pytestmark = pytest.mark.airflow_server
+
+
+@pytest.fixture(scope="module")
+def captured():
+    from support.airflow_server import AirflowApiServer
+
+    with AirflowApiServer(FIXTURES / "link_dags") as server:
+        source = ApiSource(server.base_url, username=server.username, password=server.password)
+        with AirflowApiClient(source) as client:
+            result = capture(client)
+    estate = result.estate()
+    return result, estate, build_document(estate, audit(estate))
+
+
+def test_known_targets_are_edges_between_dags(captured) -> None:
+    _, estate, document = captured
+    assert [e for e in document["lineage"] if e["dependentKind"] == e["dependsOnKind"]] == [
+        {"dependent": "finance_month_end", "dependentKind": "dag", "dependsOn": "revalue_ledger",
+         "dependsOnKind": "dag", "external": False, "via": "sensor"},
+        {"dependent": "nightly_audit", "dependentKind": "dag", "dependsOn": "archive_ledger",
+         "dependsOnKind": "dag", "external": False, "via": "sensor"},
+        {"dependent": "orders_reconcile", "dependentKind": "dag", "dependsOn": "load_orders",
+         "dependsOnKind": "dag", "external": False, "via": "trigger"},
+    ]  # fmt: skip
+    dags = {d.identity: d for d in estate.dags()}
+    assert json.loads(dags["finance_month_end"].metadata[DAG_LINKS_KEY]) == [
+        {"dag": "revalue_ledger", "task": "wait_revalued", "via": "sensor"}
+    ]
+    assert "3 between DAGs (trigger or sensor)" in summary_line(document)
+    assert "|trigger|" in to_mermaid(LineageGraph.from_document(document))
+
+
+def test_an_active_dag_waiting_on_a_paused_one_is_a_finding(captured) -> None:
+    _, _, document = captured
+    assert [(f["code"], f["subject"], f["detail"]) for f in document["findings"] if "link" in f["code"]] == [
+        ("dag-link-paused", "nightly_audit.wait_archive", "waits on DAG archive_ledger, which is paused"),
+    ]
+
+
+def test_targets_the_graph_hides_are_one_record_each(captured) -> None:
+    """Airflow 3.3 draws only links between DAGs the user may read: a template (no DAG id) and a DAG
+    that does not exist are left out of the graph, so each task is named, never guessed at."""
+    _, _, document = captured
+    named = {
+        r.get("subject"): r["message"]
+        for r in document["lossiness"]
+        if "links to is not known" in r["message"]
+    }
+    assert sorted(named) == ["fanout.kick_missing", "fanout.kick_templated"]
+    assert all("the dependency graph does not show it" in message for message in named.values())
+
+
+def test_owner_links_are_carried_where_the_details_were_read(captured) -> None:
+    result, estate, document = captured
+    dags = {d.identity: d for d in estate.dags()}
+    assert json.loads(dags["owned_by_team"].metadata[OWNER_LINKS_KEY]) == {
+        "data-eng": "https://wiki.example.com/teams/data-eng"
+    }
+    assert OWNER_LINKS_KEY not in dags["owned_described"].metadata  # its details were not read
+    records = [r["message"] for r in document["lossiness"] if r["message"].startswith("owner links")]
+    assert records == [
+        "owner links (owner_links) known only for the 1 of 9 DAGs whose details were read (those "
+        "scheduled on assets or without a description); the others' are unknown"
+    ]
+    assert result.summary.documentation == 1  # the one details request, asked for its doc_md anyway

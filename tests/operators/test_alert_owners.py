@@ -1,0 +1,41 @@
+"""What a notifier's templates see of the owners of a new finding's DAG (``coremodels.owners``)."""
+
+from __future__ import annotations
+
+from airflow_provider_coremodels.alerts import alert_context
+from airflow_provider_coremodels.capture.crawl import CaptureSummary
+from airflow_provider_coremodels.core import audit, build_document, build_estate
+from airflow_provider_coremodels.core.changes import FindingChanges
+from airflow_provider_coremodels.export import ExportResult
+
+
+def test_a_new_findings_dag_comes_with_its_owners_and_their_links() -> None:
+    """A finding on a task names its DAG's owners too; owner links only where they are known."""
+    dags = [
+        {"dag_id": "nightly_audit", "owners": ["ops", "data-eng"], "is_paused": False,
+         "owner_links": {"ops": "mailto:ops@example.com"}},
+        {"dag_id": "archive_ledger", "owners": ["airflow"], "is_paused": True, "description": "Archives"},
+    ]  # fmt: skip
+    tasks = {
+        "nightly_audit": [{"task_id": "wait_archive", "class_ref": {"class_name": "ExternalTaskSensor"}}]
+    }
+    graph = [
+        {"source_id": "dag:archive_ledger", "target_id": "sensor:archive_ledger:nightly_audit:wait_archive"},
+        {"source_id": "sensor:archive_ledger:nightly_audit:wait_archive", "target_id": "dag:nightly_audit"},
+    ]
+    estate = build_estate(
+        {"dags": dags, "import_errors": [], "includes_stale": True},
+        tasks,
+        {"assets": [], "dependencies": {"edges": graph}},
+    )
+    document = build_document(estate, audit(estate))
+    new = tuple(document["findings"])
+    assert {(f["code"], f["subject"]) for f in new} >= {
+        ("dag-link-paused", "nightly_audit.wait_archive"),
+        ("dag-no-owner", "archive_ledger"),
+    }
+    result = ExportResult(document, CaptureSummary(), [], FindingChanges(new, new, (), first=True))
+    assert alert_context(result, None)["owners"] == {
+        "nightly_audit": {"owners": ["data-eng", "ops"], "ownerLinks": {"ops": "mailto:ops@example.com"}},
+        "archive_ledger": {"owners": ["airflow"]},
+    }
