@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from airflow_provider_coremodels.core.collector import gc_paused
 from airflow_provider_coremodels.core.layout import (
+    FRAME,
     MARGIN,
     MAX_BENDS,
     MAX_EDGES,
@@ -655,11 +656,15 @@ _CAPTION_CHAR = 6.4
 
 @gc_paused()
 def _svg(graph: LineageGraph, laid: Layout, note: str | None) -> str:
-    lines = _wrap(printable(note), max(60, int((laid.width - 2 * MARGIN) / _CAPTION_CHAR))) if note else []
-    top = len(lines) * _CAPTION_LINE + (8.0 if lines else 0.0)
+    # The page fits a picture to its frame when it opens: a caption as large as the picture is
+    # over the frame (up to 4x) stays as legible as the labels at their own size.
+    k = min(4.0, max(1.0, laid.width / FRAME[0], laid.height / FRAME[1]))
+    chars = max(60, int((laid.width - 2 * MARGIN) / (_CAPTION_CHAR * k)))
+    lines = _wrap(printable(note), chars) if note else []
+    top = len(lines) * _CAPTION_LINE * k + (8.0 if lines else 0.0)
     if top:
         laid = _moved(laid, top)
-    width = max([laid.width] + [2 * MARGIN + len(line) * _CAPTION_CHAR for line in lines])
+    width = max([laid.width] + [2 * MARGIN + len(line) * _CAPTION_CHAR * k for line in lines])
     height = laid.height
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="coremodels-lineage" width="{width:.0f}" '
@@ -671,8 +676,9 @@ def _svg(graph: LineageGraph, laid: Layout, note: str | None) -> str:
         '<path d="M0,0 L10,5 L0,10 z" fill="#8c959f"/></marker></defs>',
     ]
     for i, line in enumerate(lines):
-        y = MARGIN + (i + 0.75) * _CAPTION_LINE
-        out.append(f'<text class="caption" x="{MARGIN:.0f}" y="{y:.1f}">{escape(line)}</text>')
+        y = MARGIN + (i + 0.75) * _CAPTION_LINE * k
+        size = f' style="font-size: {12 * k:.1f}px"' if k > 1 else ""
+        out.append(f'<text class="caption" x="{MARGIN:.0f}" y="{y:.1f}"{size}>{escape(line)}</text>')
     for source, target in graph.edges:
         via = graph.via.get((source, target))
         path = (

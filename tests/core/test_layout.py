@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.helpers import REPO, recorded_document
+from support.helpers import REPO, dense_artifacts, document_for, recorded_document
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
 from airflow_provider_coremodels.core.layout import FRAME, MAX_BENDS, MAX_EDGES, TooDense, layered_layout
@@ -367,18 +367,9 @@ def test_a_hub_too_big_for_one_picture_shows_some_of_each_branch() -> None:
 # -- dense estates: bounded by edges and bends (issue 34) ---------------------------------------
 
 
-def _dense_artifacts() -> Any:
-    spec = importlib.util.spec_from_file_location("dense_estate", REPO / "benchmarks" / "dense_estate.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.dense_artifacts
-
-
 def dense_graph(case: str) -> LineageGraph:
-    docs = _dense_artifacts()(case)
-    estate = parse_artifacts(json.dumps(docs["dags"]).encode(), None, json.dumps(docs["datasets"]).encode())
-    return LineageGraph.from_document(build_document(estate, audit(estate), max_snapshot_bytes=1 << 40))
+    docs = dense_artifacts(case)
+    return LineageGraph.from_document(document_for(docs["dags"], None, docs["datasets"]))
 
 
 @pytest.fixture(scope="module", params=["assets", "1600", "3000"])
