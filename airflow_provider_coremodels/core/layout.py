@@ -59,7 +59,7 @@ ORDER_ROUNDS = 4
 #: a picture is a thicket no one reads, and its layout takes seconds. At both limits the layout
 #: takes well under the 2 s a page may (benchmarks/bench_views.py measures it).
 MAX_EDGES = 600
-MAX_BENDS = 3000
+MAX_BENDS = 2000
 
 # grandalf keeps search state on a class attribute (Vertex.ncur) while it breaks cycles, so
 # two layouts at once in one process (two page requests) would corrupt each other.
@@ -150,6 +150,15 @@ def layered_layout(
         return min(1.0, FRAME[0] / max(layout.width, 1.0), FRAME[1] / max(layout.height, 1.0))
 
     return packed["TB"] if fit(packed["TB"]) > fit(packed["LR"]) else packed["LR"]
+
+
+def bends(keys: Sequence[str], edges: Sequence[tuple[str, str]]) -> int:
+    """The bends ``layered_layout`` would place for this graph: its ranking alone, a small part of
+    the layout's cost, so a caller can find what fits before it lays anything out."""
+    if len(edges) > MAX_EDGES:
+        raise TooDense(len(edges))
+    with _GRANDALF:
+        return sum(_rank(part_keys, part_edges).bends for part_keys, part_edges in _parts(keys, edges))
 
 
 # -- the parts ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from airflow_provider_coremodels.core.layout import (
     Layout,
     Point,
     TooDense,
+    bends,
     layered_layout,
 )
 from airflow_provider_coremodels.core.rules import catalogue, severity_rank
@@ -816,15 +817,10 @@ def picture(
             )
             around, kind = focus.id, _kind_of(focus)
     cap = max_nodes
-    while laid is None:
+    if laid is None:
         assert around is not None
-        shown = graph.neighbourhood(around, depth, kind=kind, max_nodes=cap, max_edges=MAX_EDGES)
-        try:
-            laid = layout(shown)
-        except TooDense as exc:  # too many bends: fewer nodes (bends grow about as their square)
-            bends = exc.bends or MAX_BENDS * 2  # always set: the edges fit (max_edges)
-            shrunk = int(len(shown.nodes) * 0.9 * (MAX_BENDS / bends) ** 0.5)
-            cap = max(1, min(shrunk, len(shown.nodes) - 1))
+        shown, cap = _fitted(graph, around, depth, kind, max_nodes)
+        laid = layout(shown)
     if shown.cut is not None:
         if cap < max_nodes and shown.cut.limit == "nodes":  # cut to fit the layout's bends
             shown = replace(shown, cut=replace(shown.cut, limit="bends"))
@@ -834,6 +830,43 @@ def picture(
         f"Around {printable(around)!r}, depth {depth}: " if around is not None else ""
     ) + shown.summary()
     return Picture(shown, _svg(shown, laid, note), caption, note)
+
+
+#: Rankings (a small part of a layout's cost) spent looking for the most nodes whose bends fit.
+_FIT_STEPS = 2
+
+
+def _fitted(
+    graph: LineageGraph, around: str, depth: int, kind: str | None, max_nodes: int
+) -> tuple[LineageGraph, int]:
+    """The neighbourhood to draw, and the node cap that made it: cut at ``max_nodes`` and
+    ``MAX_EDGES``, then, while its layout would place more than ``MAX_BENDS`` bends, at fewer
+    nodes. Bends grow about as the square of the nodes, which guesses the next cap; a few more
+    rankings then move it up between the largest cap that fits and the smallest that does not."""
+
+    def cut(cap: int) -> tuple[LineageGraph, int]:
+        shown = graph.neighbourhood(around, depth, kind=kind, max_nodes=cap, max_edges=MAX_EDGES)
+        return shown, bends([node.key for node in shown.nodes], shown.edges)
+
+    cap = max_nodes
+    shown, count = cut(cap)
+    over: int | None = None  # the smallest cap known to be too dense
+    while count > MAX_BENDS:  # at one node there are none: this ends
+        over = min(cap, len(shown.nodes))
+        cap = max(1, min(int(len(shown.nodes) * 0.9 * (MAX_BENDS / count) ** 0.5), over - 1))
+        shown, count = cut(cap)
+    best = (shown, cap)
+    for _ in range(_FIT_STEPS):
+        if over is None or len(shown.nodes) < cap or over - cap <= max(2, over // 20):
+            break  # nothing was cut for bends, the neighbourhood is all there is, or close enough
+        middle = (cap + over) // 2
+        shown, count = cut(middle)
+        if count > MAX_BENDS:
+            over = middle
+        else:
+            cap, best = middle, (shown, middle)
+        shown = best[0]
+    return best
 
 
 def _over(graph: LineageGraph, max_nodes: int) -> str | None:
