@@ -167,12 +167,13 @@ def layout_seconds(
     """(seconds, bends) of one engine's layout in a process of its own; (None, None) past ``timeout``."""
     # fork where there is one: the child starts at once, with the graph and the modules already there
     methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    forked = "fork" in methods
+    context = multiprocessing.get_context("fork" if forked else "spawn")
     queue = context.Queue()
     process = context.Process(target=_timed, args=(engine, keys, edges, queue), daemon=True)
     process.start()
     try:
-        seconds, bends = queue.get(timeout=timeout + 5)  # and the process's own start-up
+        seconds, bends = queue.get(timeout=timeout + (0.5 if forked else 5.0))  # and its start-up
     except Exception:  # queue.Empty: still laying out
         seconds = bends = None
     process.kill()
