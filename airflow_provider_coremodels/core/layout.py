@@ -19,6 +19,12 @@ The picture is laid out both ways, left to right and top to bottom, and the one 
 page's frame at the larger scale is kept (left to right on a tie: the way Mermaid and DOT
 draw it). Connected parts are laid out apart and packed into rows, largest first, so that
 many small pipelines make a block rather than one long strip.
+
+The layout's cost grows with what grandalf places: the boxes, and a dummy vertex (a bend) for
+every layer an edge passes. A dense graph ranks into dozens of layers, so its bends outnumber
+its boxes a hundred to one. ``layered_layout`` refuses more than ``MAX_EDGES`` edges before any
+work and more than ``MAX_BENDS`` bends once ranked, before ordering and placing (most of the
+cost), raising ``TooDense``: the caller draws less and says so (``core.lineage.picture``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import sys
 import threading
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from grandalf.graphs import Edge, Vertex, graph_core
@@ -49,6 +55,11 @@ MARGIN = 16.0
 PART_GAP = 32.0
 #: Rounds of grandalf's crossing reduction (each sweeps down the layers and back up).
 ORDER_ROUNDS = 4
+#: The most edges, and the most bends (an edge passing a layer), one layout takes: past them
+#: a picture is a thicket no one reads, and its layout takes seconds. At both limits the layout
+#: takes well under the 2 s a page may (benchmarks/bench_views.py measures it).
+MAX_EDGES = 600
+MAX_BENDS = 2000
 
 # grandalf keeps search state on a class attribute (Vertex.ncur) while it breaks cycles, so
 # two layouts at once in one process (two page requests) would corrupt each other.
@@ -68,6 +79,32 @@ class Box:
         return Box(self.x + dx, self.y + dy, self.width, self.height)
 
 
+class TooDense(ValueError):
+    """A graph with more edges or bends than one layout takes; says how many it has."""
+
+    def __init__(self, edges: int, bends: int | None = None) -> None:
+        self.edges, self.bends = edges, bends
+        if bends is None:
+            said = f"{edges:,} edges, over the {MAX_EDGES:,} one layout takes"
+        else:
+            said = f"{bends:,} bends (edges passing a layer), over the {MAX_BENDS:,} one layout takes"
+        super().__init__(f"the graph is too dense to lay out: {said}")
+
+
+class _Sugiyama(SugiyamaLayout):  # type: ignore[misc]  # grandalf ships no types
+    """grandalf's Sugiyama layout, with its alignment conflicts kept in a set.
+
+    grandalf 0.8 keeps them in a list and tests every candidate alignment against it
+    (``vpair not in self.conflicts``), which costs the number of conflicts each time: on a dense
+    graph that was four fifths of the layout. A set answers the same, so the layout is the
+    same; grandalf only ever tests membership in it.
+    """
+
+    def _detect_alignment_conflicts(self) -> None:
+        super()._detect_alignment_conflicts()
+        self.conflicts: set[tuple[Any, Any]] = set(self.conflicts)
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """Every node's box and every edge's route, in a picture ``width`` by ``height``.
@@ -82,6 +119,7 @@ class Layout:
     height: float
     boxes: Mapping[str, Box]
     routes: Mapping[tuple[str, str], tuple[Point, ...]]
+    bends: int = 0  # the dummy vertices grandalf placed: what the layout cost, with the boxes
 
 
 def layered_layout(
@@ -92,20 +130,35 @@ def layered_layout(
     """Lay out ``keys`` (boxes of ``sizes[key]`` = (width, height)) and ``edges`` between them.
 
     The same input gives the same layout, in any process: parts, vertices and edges are handed
-    to grandalf in the order given, never through a set.
+    to grandalf in the order given, never through a set. More than ``MAX_EDGES`` edges, or
+    more than ``MAX_BENDS`` bends once ranked, raise ``TooDense``.
     """
-    parts = _parts(keys, edges)
+    if len(edges) > MAX_EDGES:
+        raise TooDense(len(edges))
     laid: dict[Direction, list[_Part]] = {"LR": [], "TB": []}
     with _GRANDALF:
-        for part_keys, part_edges in parts:
-            for direction, part in _layout_part(part_keys, part_edges, sizes).items():
-                laid[direction].append(part)
-    packed = {direction: _pack(laid[direction], direction) for direction in ("LR", "TB")}
+        ranked = [_rank(part_keys, part_edges) for part_keys, part_edges in _parts(keys, edges)]
+        bends = sum(part.bends for part in ranked)
+        if bends > MAX_BENDS:
+            raise TooDense(len(edges), bends)
+        for part in ranked:
+            for direction, placed in _layout_part(part, sizes).items():
+                laid[direction].append(placed)
+    packed = {direction: _pack(laid[direction], direction, bends) for direction in ("LR", "TB")}
 
     def fit(layout: Layout) -> float:
         return min(1.0, FRAME[0] / max(layout.width, 1.0), FRAME[1] / max(layout.height, 1.0))
 
     return packed["TB"] if fit(packed["TB"]) > fit(packed["LR"]) else packed["LR"]
+
+
+def bends(keys: Sequence[str], edges: Sequence[tuple[str, str]]) -> int:
+    """The bends ``layered_layout`` would place for this graph: its ranking alone, a small part of
+    the layout's cost, so a caller can find what fits before it lays anything out."""
+    if len(edges) > MAX_EDGES:
+        raise TooDense(len(edges))
+    with _GRANDALF:
+        return sum(_rank(part_keys, part_edges).bends for part_keys, part_edges in _parts(keys, edges))
 
 
 # -- the parts ------------------------------------------------------------------------------
@@ -160,28 +213,48 @@ class _View:
         self.xy: tuple[float, float] = (0.0, 0.0)
 
 
-def _layout_part(
-    keys: list[str], edges: list[tuple[str, str]], sizes: Mapping[str, tuple[float, float]]
-) -> dict[Direction, _Part]:
+@dataclass
+class _Ranked:
+    """One connected part, ranked into layers with its dummy vertices, not yet ordered or placed."""
+
+    keys: list[str]
+    edges: list[tuple[str, str]]
+    sugiyama: Any = None  # None for a part of one box
+    vertices: dict[str, Any] = field(default_factory=dict)
+    links: list[Any] = field(default_factory=list)
+    bends: int = 0
+
+
+def _rank(keys: list[str], edges: list[tuple[str, str]]) -> _Ranked:
     if len(keys) == 1:
-        width, height = sizes[keys[0]]
-        single = _Part(width, height, {keys[0]: Box(0.0, 0.0, width, height)}, {})
-        return {"LR": single, "TB": single}
+        return _Ranked(keys, edges)
     vertices = {key: Vertex(key) for key in keys}
     for vertex in vertices.values():
         vertex.view = _View(1.0, 1.0)
     links = [Edge(vertices[source], vertices[target]) for source, target in edges]
-    sugiyama = SugiyamaLayout(graph_core(list(vertices.values()), links))
+    sugiyama = _Sugiyama(graph_core(list(vertices.values()), links))
     sugiyama.dw, sugiyama.dh = EDGE_SLOT, 0.0  # the dummies' slot; they add no thickness
     needed = 4 * (len(keys) + len(edges)) + 200  # grandalf recurses along layers and blocks
     if sys.getrecursionlimit() < needed:
         sys.setrecursionlimit(needed)
     sugiyama.init_all(optimize=True)  # sources move up beside what they feed
+    bends = sum(len(layer) for layer in sugiyama.layers) - len(keys)
+    return _Ranked(keys, edges, sugiyama, vertices, links, bends)
+
+
+def _layout_part(part: _Ranked, sizes: Mapping[str, tuple[float, float]]) -> dict[Direction, _Part]:
+    if part.sugiyama is None:
+        key = part.keys[0]
+        width, height = sizes[key]
+        single = _Part(width, height, {key: Box(0.0, 0.0, width, height)}, {})
+        return {"LR": single, "TB": single}
+    sugiyama = part.sugiyama
     for _ in range(ORDER_ROUNDS):
         for _step in sugiyama.ordering_step():
             pass
     return {
-        direction: _placed(sugiyama, vertices, links, edges, sizes, direction) for direction in ("LR", "TB")
+        direction: _placed(sugiyama, part.vertices, part.links, part.edges, sizes, direction)
+        for direction in ("LR", "TB")
     }
 
 
@@ -327,10 +400,10 @@ def _distinct(points: Iterable[Point]) -> list[Point]:
 # -- packing --------------------------------------------------------------------------------
 
 
-def _pack(parts: Sequence[_Part], direction: Direction) -> Layout:
+def _pack(parts: Sequence[_Part], direction: Direction, bends: int) -> Layout:
     """Rows of parts, largest first, each row as wide as the frame's shape allows."""
     if not parts:
-        return Layout(direction, 2 * MARGIN, 2 * MARGIN, {}, {})
+        return Layout(direction, 2 * MARGIN, 2 * MARGIN, {}, {}, bends)
     area = sum((p.width + PART_GAP) * (p.height + PART_GAP) for p in parts)
     limit = max(max(p.width for p in parts), (area * FRAME[0] / FRAME[1]) ** 0.5)
     boxes: dict[str, Box] = {}
@@ -347,4 +420,4 @@ def _pack(parts: Sequence[_Part], direction: Direction) -> Layout:
         x += part.width + PART_GAP
         row_height = max(row_height, part.height)
         width = max(width, x - PART_GAP)
-    return Layout(direction, width + 2 * MARGIN, y + row_height + 2 * MARGIN, boxes, routes)
+    return Layout(direction, width + 2 * MARGIN, y + row_height + 2 * MARGIN, boxes, routes, bends)

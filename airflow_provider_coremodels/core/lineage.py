@@ -15,12 +15,23 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from html import escape
 from typing import Any, Literal
 
 from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.layout import Box, Layout, Point, layered_layout
+from airflow_provider_coremodels.core.layout import (
+    FRAME,
+    MARGIN,
+    MAX_BENDS,
+    MAX_EDGES,
+    Box,
+    Layout,
+    Point,
+    TooDense,
+    bends,
+    layered_layout,
+)
 from airflow_provider_coremodels.core.rules import catalogue, severity_rank
 from airflow_provider_coremodels.core.text import printable
 
@@ -82,13 +93,15 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Cut:
-    """Where a neighbourhood's node cap stopped it: of the ``found`` nodes at ``distance`` (of the
-    ``depth`` asked for), ``drawn`` are drawn; everything nearer is drawn whole."""
+    """Where a neighbourhood's cap stopped it: of the ``found`` nodes at ``distance`` (of the
+    ``depth`` asked for), ``drawn`` are drawn; everything nearer is drawn whole. ``limit`` names
+    the cap: ``nodes``, ``edges``, or ``bends`` (the layout's, ``core.layout.MAX_BENDS``)."""
 
     depth: int
     distance: int
     drawn: int
     found: int
+    limit: Literal["nodes", "edges", "bends"] = "nodes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +241,13 @@ class LineageGraph:
         return cls(_sorted(nodes), tuple(sorted(edges)), tuple(hidden), vias, frozenset(crossing))
 
     def neighbourhood(
-        self, center: str, depth: int = 2, *, kind: str | None = None, max_nodes: int | None = None
+        self,
+        center: str,
+        depth: int = 2,
+        *,
+        kind: str | None = None,
+        max_nodes: int | None = None,
+        max_edges: int | None = None,
     ) -> LineageGraph:
         """What lies within ``depth`` edges of the DAG or asset ``center``, in either direction.
 
@@ -240,6 +259,10 @@ class LineageGraph:
         (the nodes at one distance) that fits, and fills what room is left from the next ring,
         a few nodes for each node that leads to it in turn; ``cut`` says where. Either way,
         ``beyond`` counts each drawn node's links to nodes that are not drawn.
+
+        With ``max_edges``, likewise for the edges between the nodes kept: the next ring's nodes
+        are taken in the same turns while the edges they bring fit, and the first that does not
+        fit stops it (a dense estate's picture is bounded by its edges, not only its boxes).
         """
         if depth < 0:
             raise ValueError(f"depth must be 0 or more, got {depth}")
@@ -262,7 +285,11 @@ class LineageGraph:
             self._adjacent.update(adjacent)
             self._edges_out.update(edges_out)
             self._order.update((node.key, i) for i, node in enumerate(self.nodes))
-        kept = dict.fromkeys(starts, 0)
+        kept: dict[str, int] = {}
+        edges_kept = 0  # the edges between the nodes kept (counted only with max_edges)
+        for key in starts:
+            edges_kept += self._links(key, kept)
+            kept[key] = 0
         ring = list(starts)
         cut: Cut | None = None
         for distance in range(1, depth + 1):
@@ -273,13 +300,27 @@ class LineageGraph:
                         found[other] = key
             if not found:
                 break
-            if max_nodes is not None and len(kept) + len(found) > max_nodes:
-                room = max(max_nodes - len(kept), 0)
-                chosen = _round_robin(found, room)
-                kept.update(dict.fromkeys(chosen, distance))
-                cut = Cut(depth, distance, len(chosen), len(found))
+            ring_edges = 0
+            if max_edges is not None:  # to the nodes kept, and within the ring (met at both ends)
+                ring_edges = sum(self._links(key, kept) for key in found)
+                ring_edges += sum(self._links(key, found) for key in found) // 2
+            over_nodes = max_nodes is not None and len(kept) + len(found) > max_nodes
+            if over_nodes or (max_edges is not None and edges_kept + ring_edges > max_edges):
+                room = len(found) if max_nodes is None else max(max_nodes - len(kept), 0)
+                chosen = 0
+                limit: Literal["nodes", "edges", "bends"] = "nodes"
+                for key in _round_robin(found, room):
+                    gain = self._links(key, kept) if max_edges is not None else 0
+                    if max_edges is not None and edges_kept + gain > max_edges:
+                        limit = "edges"
+                        break
+                    kept[key] = distance
+                    edges_kept += gain
+                    chosen += 1
+                cut = Cut(depth, distance, chosen, len(found), limit)
                 break
             kept.update(dict.fromkeys(found, distance))
+            edges_kept += ring_edges
             ring = list(found)
         nodes = tuple(self._index[key] for key in sorted(kept, key=self._order.__getitem__))
         inside = sorted(n for key in kept for n in self._edges_out.get(key, ()) if self.edges[n][1] in kept)
@@ -298,6 +339,10 @@ class LineageGraph:
             beyond=beyond,
             cut=cut,
         )
+
+    def _links(self, key: str, among: Mapping[str, object]) -> int:
+        """The edges between ``key`` and the nodes ``among`` (an edge each way is two)."""
+        return sum(1 for other in self._adjacent.get(key, ()) if other in among)
 
     def names(self) -> list[str]:
         """Every DAG id and asset URI a neighbourhood can be asked for, in order."""
@@ -592,6 +637,7 @@ _SVG_STYLE = """
 .coremodels-lineage .mark { font-size: 10px; fill: #57606a; }
 .coremodels-lineage .has-findings .mark { fill: #d1242f; font-weight: 600; }
 .coremodels-lineage .centre rect { stroke-width: 3; }
+.coremodels-lineage .caption { fill: #57606a; font-style: italic; }
 """
 
 
@@ -624,18 +670,38 @@ def _path(route: tuple[Point, ...], direction: str) -> str:
     return " ".join(out)
 
 
-@gc_paused()
-def to_svg(graph: LineageGraph) -> str:
+def to_svg(graph: LineageGraph, note: str | None = None) -> str:
     """A self-contained inline ``<svg>``: styles included, every label escaped.
 
     Each node is a ``<g class="node <kind> [paused] [stale] [has-findings] [centre]" data-id=...>``
     with a ``<title>`` giving its full name and marks (long names are shortened on the box).
     Edges come first, so boxes are drawn over them, though the layout never routes an edge
     through a box that is not one of its ends. A node with links that are not drawn (outside
-    a neighbourhood, or past its cap) says how many: ``+N``.
+    a neighbourhood, or past its cap) says how many: ``+N``. A ``note`` (what the picture leaves
+    out) is written above the drawing, in ``<text class="caption">`` lines.
+
+    A graph denser than one layout takes raises ``core.layout.TooDense``: ``picture`` draws less.
     """
-    laid = layout(graph)
-    width, height = laid.width, laid.height
+    return _svg(graph, layout(graph), note)
+
+
+#: The caption's lines: their height, and about how wide a character of them is.
+_CAPTION_LINE = 16.0
+_CAPTION_CHAR = 6.4
+
+
+@gc_paused()
+def _svg(graph: LineageGraph, laid: Layout, note: str | None) -> str:
+    # The page fits a picture to its frame when it opens: a caption as large as the picture is
+    # over the frame (up to 4x) stays as legible as the labels at their own size.
+    k = min(4.0, max(1.0, laid.width / FRAME[0], laid.height / FRAME[1]))
+    chars = max(60, int((laid.width - 2 * MARGIN) / (_CAPTION_CHAR * k)))
+    lines = _wrap(printable(note), chars) if note else []
+    top = len(lines) * _CAPTION_LINE * k + (8.0 if lines else 0.0)
+    if top:
+        laid = _moved(laid, top)
+    width = max([laid.width] + [2 * MARGIN + len(line) * _CAPTION_CHAR * k for line in lines])
+    height = laid.height
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="coremodels-lineage" width="{width:.0f}" '
         f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" data-direction="{laid.direction}" '
@@ -645,6 +711,10 @@ def to_svg(graph: LineageGraph) -> str:
         'markerHeight="7" orient="auto-start-reverse">'
         '<path d="M0,0 L10,5 L0,10 z" fill="#8c959f"/></marker></defs>',
     ]
+    for i, line in enumerate(lines):
+        y = MARGIN + (i + 0.75) * _CAPTION_LINE * k
+        size = f' style="font-size: {12 * k:.1f}px"' if k > 1 else ""
+        out.append(f'<text class="caption" x="{MARGIN:.0f}" y="{y:.1f}"{size}>{escape(line)}</text>')
     for source, target in graph.edges:
         via = graph.via.get((source, target))
         path = (
@@ -663,6 +733,27 @@ def to_svg(graph: LineageGraph) -> str:
         )
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken between words."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _moved(laid: Layout, dy: float) -> Layout:
+    """The layout ``dy`` lower, in a picture ``dy`` taller (room for the caption above it)."""
+    return replace(
+        laid,
+        height=laid.height + dy,
+        boxes={key: box.moved(0.0, dy) for key, box in laid.boxes.items()},
+        routes={edge: tuple((x, y + dy) for x, y in route) for edge, route in laid.routes.items()},
+    )
 
 
 def _svg_node(node: Node, box: Box, beyond: int, centre: bool) -> str:
@@ -718,7 +809,8 @@ DEFAULT_DEPTH = 2
 @dataclass(frozen=True, slots=True)
 class Picture:
     """What one picture draws: the graph, its SVG, a caption, and a note when the picture is not
-    all that was asked for (a neighbourhood cut at the node cap, an estate drawn around a focus)."""
+    all that was asked for (a neighbourhood cut at a cap, an estate drawn around a focus). The
+    note is drawn on the picture too, above it."""
 
     graph: LineageGraph
     svg: str
@@ -733,38 +825,117 @@ def picture(
 
     The UI page and ``lineage --format svg`` both draw this, so they draw the same bytes. An
     unknown ``around`` raises ValueError (as ``neighbourhood`` does).
+
+    It is bounded by boxes, edges and bends (``max_nodes``, ``core.layout.MAX_EDGES`` and
+    ``MAX_BENDS``), so that it draws in well under two seconds whatever the estate's density: a
+    whole estate over any of them is drawn around its ``focus``, and a neighbourhood over them is
+    cut (first at ``max_nodes`` and ``MAX_EDGES``, then to fewer nodes until its layout's bends
+    fit); the note says what was left out.
     """
     note = None
-    if around is None and len(graph.nodes) > max_nodes:
-        focus = graph.focus()
-        assert focus is not None  # there are nodes
-        why = "the node with the most severe open findings" if focus.findings else "the most linked node"
-        note = (
-            f"The whole estate has {len(graph.nodes):,} nodes, over the {max_nodes} one picture draws: "
-            f"this is the neighbourhood of {printable(focus.id)!r} ({why}) at depth {depth}. "
-            "Pick a DAG or asset to draw what surrounds it."
-        )
-        around = focus.id
-        shown = graph.neighbourhood(focus.id, depth, kind=_kind_of(focus), max_nodes=max_nodes)
-    elif around is not None:
-        shown = graph.neighbourhood(around, depth, max_nodes=max_nodes)
-    else:
-        shown = graph
+    kind: str | None = None
+    laid: Layout | None = None
+    shown = graph
+    if around is None:
+        over = _over(graph, max_nodes)
+        if over is None:
+            try:
+                laid, shown = layout(graph), graph
+            except TooDense as exc:
+                over = _too_dense(exc)
+        if over is not None:
+            focus = graph.focus()
+            assert focus is not None  # there are nodes
+            why = "the node with the most severe open findings" if focus.findings else "the most linked node"
+            note = (
+                f"{over}: this is the neighbourhood of {printable(focus.id)!r} ({why}) at depth {depth}. "
+                "Pick a DAG or asset to draw what surrounds it."
+            )
+            around, kind = focus.id, _kind_of(focus)
+    cap = max_nodes
+    if laid is None:
+        assert around is not None
+        shown, cap = _fitted(graph, around, depth, kind, max_nodes)
+        laid = layout(shown)
     if shown.cut is not None:
+        if cap < max_nodes and shown.cut.limit == "nodes":  # cut to fit the layout's bends
+            shown = replace(shown, cut=replace(shown.cut, limit="bends"))
+        assert shown.cut is not None
         note = " ".join(filter(None, (note, cut_note(shown.cut, around or "", max_nodes))))
     caption = (
         f"Around {printable(around)!r}, depth {depth}: " if around is not None else ""
     ) + shown.summary()
-    return Picture(shown, to_svg(shown), caption, note)
+    return Picture(shown, _svg(shown, laid, note), caption, note)
+
+
+#: Rankings (a small part of a layout's cost) spent looking for the most nodes whose bends fit.
+_FIT_STEPS = 2
+
+
+def _fitted(
+    graph: LineageGraph, around: str, depth: int, kind: str | None, max_nodes: int
+) -> tuple[LineageGraph, int]:
+    """The neighbourhood to draw, and the node cap that made it: cut at ``max_nodes`` and
+    ``MAX_EDGES``, then, while its layout would place more than ``MAX_BENDS`` bends, at fewer
+    nodes. Bends grow about as the square of the nodes, which guesses the next cap; a few more
+    rankings then move it up between the largest cap that fits and the smallest that does not."""
+
+    def cut(cap: int) -> tuple[LineageGraph, int]:
+        shown = graph.neighbourhood(around, depth, kind=kind, max_nodes=cap, max_edges=MAX_EDGES)
+        return shown, bends([node.key for node in shown.nodes], shown.edges)
+
+    cap = max_nodes
+    shown, count = cut(cap)
+    over: int | None = None  # the smallest cap known to be too dense
+    while count > MAX_BENDS:  # at one node there are none: this ends
+        over = min(cap, len(shown.nodes))
+        cap = max(1, min(int(len(shown.nodes) * 0.9 * (MAX_BENDS / count) ** 0.5), over - 1))
+        shown, count = cut(cap)
+    best = (shown, cap)
+    for _ in range(_FIT_STEPS):
+        if over is None or len(shown.nodes) < cap or over - cap <= max(2, over // 20):
+            break  # nothing was cut for bends, the neighbourhood is all there is, or close enough
+        middle = (cap + over) // 2
+        shown, count = cut(middle)
+        if count > MAX_BENDS:
+            over = middle
+        else:
+            cap, best = middle, (shown, middle)
+        shown = best[0]
+    return best
+
+
+def _over(graph: LineageGraph, max_nodes: int) -> str | None:
+    """What a whole estate has over one picture's nodes or edges, or None when it fits."""
+    if len(graph.nodes) > max_nodes:
+        return f"The whole estate has {len(graph.nodes):,} nodes, over the {max_nodes} one picture draws"
+    if len(graph.edges) > MAX_EDGES:
+        return f"The whole estate has {len(graph.edges):,} edges, over the {MAX_EDGES} one picture draws"
+    return None
+
+
+def _too_dense(exc: TooDense) -> str:
+    return (
+        f"The whole estate's edges bend through {exc.bends or 0:,} layers in all, over the "
+        f"{MAX_BENDS:,} one picture draws"
+    )
 
 
 def cut_note(cut: Cut, around: str, max_nodes: int) -> str:
-    """What a neighbourhood cut at the node cap leaves out, in a sentence."""
+    """What a neighbourhood cut at a cap leaves out, in a sentence."""
     nearer = f"all within depth {cut.distance - 1} and " if cut.distance > 1 else ""
+    holds = {
+        "nodes": f"holds more than the {max_nodes} nodes one picture draws",
+        "edges": f"has more than the {MAX_EDGES} edges one picture draws",
+        "bends": (
+            f"is too dense for one picture (its edges would bend through more than {MAX_BENDS:,} "
+            "layers in all)"
+        ),
+    }[cut.limit]
     return (
-        f"The neighbourhood of {printable(around)!r} at depth {cut.depth} holds more than the {max_nodes} "
-        f"nodes one picture draws: drawn are {nearer}{cut.drawn:,} of the {cut.found:,} at distance "
-        f"{cut.distance}; a box marked +N has N links to nodes not drawn."
+        f"The neighbourhood of {printable(around)!r} at depth {cut.depth} {holds}: drawn are {nearer}"
+        f"{cut.drawn:,} of the {cut.found:,} at distance {cut.distance}; a box marked +N has N "
+        "links to nodes not drawn."
     )
 
 

@@ -3,8 +3,9 @@
 Every edge is checked against every box along its whole path (its curves flattened into short
 segments), boxes against each other, the picture's size against its number of nodes, and a
 10,000-DAG estate's neighbourhoods against the node cap. The graphs are the recorded estates,
-random ones (Hypothesis: cycles, hubs, many small parts, long names) and neighbourhoods of a
-generated estate of 10,000 DAGs.
+random ones (Hypothesis: cycles, hubs, many small parts, long names), neighbourhoods of a
+generated estate of 10,000 DAGs, and dense estates (benchmarks/dense_estate.py: few nodes, many
+edges), whose pictures are bounded by edges and bends too, and say so on the picture.
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.helpers import REPO, recorded_document
+from support.helpers import REPO, dense_artifacts, document_for, recorded_document
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
-from airflow_provider_coremodels.core.layout import FRAME
+from airflow_provider_coremodels.core.layout import FRAME, MAX_BENDS, MAX_EDGES, TooDense, layered_layout
 from airflow_provider_coremodels.core.lineage import (
     MAX_NODES,
+    Cut,
     LineageGraph,
     Node,
+    layout,
     picture,
     to_svg,
 )
@@ -141,10 +144,29 @@ def check_geometry(graph: LineageGraph, svg: str) -> Drawn:
     for source, target, points in drawn.edges:
         assert on_border(points[0], drawn.boxes[source]), (source, points[0])
         assert on_border(points[-1], drawn.boxes[target]), (target, points[-1])
-        for key, box in boxes:  # its own two ends too: an edge leaves and enters at the border
-            for a, b in itertools.pairwise(points):
-                assert not crosses(a, b, box), f"edge {source} -> {target} passes through {key}"
+        # Curve by curve (32 segments each): only a box that meets the curve's bounding box can
+        # have a segment of it pass through, so the others are not tested segment by segment.
+        for start in range(0, len(points) - 1, 32):
+            curve = points[start : start + 33]
+            xs, ys = [x for x, _ in curve], [y for _, y in curve]
+            near = [
+                (key, box)
+                for key, box in boxes  # its own two ends too: an edge leaves and enters at the border
+                if box.x <= max(xs)
+                and min(xs) <= box.x + box.w
+                and box.y <= max(ys)
+                and min(ys) <= box.y + box.h
+            ]
+            for key, box in near:
+                for a, b in itertools.pairwise(curve):
+                    assert not crosses(a, b, box), f"edge {source} -> {target} passes through {key}"
     return drawn
+
+
+def caption(svg: str) -> str:
+    """The picture's caption: its lines above the drawing, joined."""
+    root = ET.fromstring(svg)
+    return " ".join(text.text or "" for text in root.findall(f"{SVG}text") if text.get("class") == "caption")
 
 
 def node(key: str, **kwargs: Any) -> Node:
@@ -340,3 +362,138 @@ def test_a_hub_too_big_for_one_picture_shows_some_of_each_branch() -> None:
     assert drawn.graph.beyond == {"asset:hub": 1001 - (MAX_NODES - 1)}
     assert "drawn are 299 of the 1,001 at distance 1" in (drawn.note or "")
     check_geometry(drawn.graph, drawn.svg)
+
+
+# -- dense estates: bounded by edges and bends (issue 34) ---------------------------------------
+
+
+def dense_graph(case: str) -> LineageGraph:
+    docs = dense_artifacts(case)
+    return LineageGraph.from_document(document_for(docs["dags"], None, docs["datasets"]))
+
+
+@pytest.fixture(scope="module", params=["assets", "1600", "3000"])
+def dense(request: pytest.FixtureRequest) -> LineageGraph:
+    """The dense estates of issue 34: 300 DAGs and 150 assets with 20 producers and 20 consumers
+    each (6,000 edges); 200 nodes and 1,600 edges; 300 nodes and 3,000 edges."""
+    return dense_graph(request.param)
+
+
+def test_a_dense_estate_is_drawn_within_every_limit_and_says_what_it_left_out(dense: LineageGraph) -> None:
+    """The pictures that took minutes to lay out: the layout receives at most MAX_EDGES edges and
+    places at most MAX_BENDS bends, the note says which limit cut the picture and how, the picture
+    says it too, and no edge runs behind a box."""
+    assert len(dense.edges) > MAX_EDGES  # so the whole estate is never drawn
+    drawn = picture(dense)
+    assert len(drawn.graph.nodes) <= MAX_NODES and len(drawn.graph.edges) <= MAX_EDGES
+    assert layout(drawn.graph).bends <= MAX_BENDS
+    assert drawn.note and drawn.note.startswith("The whole estate has ")
+    assert "Pick a DAG or asset to draw what surrounds it." in drawn.note
+    assert drawn.graph.cut is not None and drawn.graph.cut.limit == "bends"
+    assert "is too dense for one picture (its edges would bend through more than" in drawn.note
+    assert f"and {drawn.graph.cut.drawn:,} of the {drawn.graph.cut.found:,} at distance 2" in drawn.note
+    assert caption(drawn.svg) == drawn.note  # on the picture, word for word
+    assert sum(drawn.graph.beyond.values()) > 0 and re.search(r">[^<]*\+\d+</text>", drawn.svg)
+    check_geometry(drawn.graph, drawn.svg)
+
+
+def test_a_dense_neighbourhood_asked_for_is_cut_to_fit_and_says_so(dense: LineageGraph) -> None:
+    """Depth 6 (the page's deepest) from a DAG reaches the whole estate: cut to fit, nearest first."""
+    centre = next(n.id for n in dense.nodes if n.kind == "dag")
+    drawn = picture(dense, centre, 6)
+    assert len(drawn.graph.edges) <= MAX_EDGES and layout(drawn.graph).bends <= MAX_BENDS
+    assert drawn.graph.cut is not None and drawn.note
+    assert drawn.note.startswith(f"The neighbourhood of {centre!r} at depth 6 ")
+    assert caption(drawn.svg) == drawn.note
+    nearer = dense.neighbourhood(centre, drawn.graph.cut.distance).nodes  # nothing past the cut ring
+    assert {n.key for n in drawn.graph.nodes} <= {n.key for n in nearer}
+    check_geometry(drawn.graph, drawn.svg)
+
+
+def test_a_whole_estate_over_the_edge_limit_is_drawn_around_its_focus() -> None:
+    """Under the node cap but over the edge limit: one producer of 20 assets, each read by the same
+    40 DAGs (61 nodes, 820 edges). Around the first asset (41 links): its 41 neighbours whole, then
+    13 of the other 19 assets (41 edges each: 574 edges; a fourteenth would make 615)."""
+    edges = [(f"asset:a{j:02}", f"dag:d{i:02}") for i in range(40) for j in range(20)]
+    edges += [("dag:producer", f"asset:a{j:02}") for j in range(20)]
+    graph = graph_of(edges)
+    assert len(graph.nodes) <= MAX_NODES and len(graph.edges) > MAX_EDGES
+    drawn = picture(graph)
+    assert drawn.note and drawn.note.startswith(
+        f"The whole estate has 820 edges, over the {MAX_EDGES} one picture draws: "
+        "this is the neighbourhood of 'a00' (the most linked node) at depth 2."
+    )
+    assert len(drawn.graph.edges) == 574
+    assert drawn.graph.cut == Cut(depth=2, distance=2, drawn=13, found=19, limit="edges")
+    assert (
+        f"has more than the {MAX_EDGES} edges one picture draws: drawn are all within depth 1 and 13 of "
+        "the 19 at distance 2" in drawn.note
+    )
+    assert caption(drawn.svg) == drawn.note
+    check_geometry(drawn.graph, drawn.svg)
+
+
+def test_a_neighbourhood_takes_nodes_in_turn_while_their_edges_fit() -> None:
+    """c produces a and b; d1 reads both, d2 reads a, d3 reads b. At four edges: a and b whole
+    (two edges), then in turn d1 (two more: four), and d3 would make five, so it stops there."""
+    graph = graph_of(
+        [("dag:c", "asset:a"), ("dag:c", "asset:b"), ("asset:a", "dag:d1"), ("asset:b", "dag:d1"),
+         ("asset:a", "dag:d2"), ("asset:b", "dag:d3")]
+    )  # fmt: skip
+    cut = graph.neighbourhood("c", 2, max_edges=4)
+    assert {n.key for n in cut.nodes} == {"dag:c", "asset:a", "asset:b", "dag:d1"}
+    assert len(cut.edges) == 4
+    assert cut.cut == Cut(depth=2, distance=2, drawn=1, found=3, limit="edges")
+    assert cut.beyond == {"asset:a": 1, "asset:b": 1}
+    whole = graph.neighbourhood("c", 2, max_edges=6)  # exactly its edges: nothing cut
+    assert len(whole.edges) == 6 and whole.cut is None
+
+
+@pytest.mark.parametrize("max_edges", [1, 37, 150, MAX_EDGES - 1])
+def test_a_dense_neighbourhood_never_holds_more_edges_than_its_limit(max_edges: int) -> None:
+    graph = dense_graph("3000")
+    centre = next(n.id for n in graph.nodes if n.kind == "dag")
+    cut = graph.neighbourhood(centre, 3, max_edges=max_edges)
+    assert len(cut.edges) <= max_edges
+    assert cut.cut is not None and cut.cut.limit == "edges"
+    # as many as fit: a node of the ring brings at most its links, so the cut stops short by less
+    most_links = max(sum(1 for e in graph.edges if key in e) for key in {n.key for n in graph.nodes})
+    assert len(cut.edges) > max_edges - most_links
+
+
+def test_the_layout_refuses_more_edges_than_it_takes_before_any_work() -> None:
+    keys = [f"dag:d{i}" for i in range(40)] + [f"asset:a{j}" for j in range(40)]
+    edges = [(f"dag:d{i}", f"asset:a{j}") for i in range(40) for j in range(40)]
+    with pytest.raises(TooDense) as refused:
+        layered_layout(keys, edges, dict.fromkeys(keys, (90.0, 34.0)))
+    assert (refused.value.edges, refused.value.bends) == (1600, None)  # None: not even ranked
+    assert (
+        str(refused.value) == "the graph is too dense to lay out: 1,600 edges, over the 600 one layout takes"
+    )
+
+
+def test_the_layout_refuses_more_bends_than_it_takes_once_ranked() -> None:
+    """A chain of 200 with an edge from its head to every link: 397 edges, each of the long ones
+    passing every layer between, about 19,000 bends."""
+    keys = [f"n{i:03}" for i in range(200)]
+    edges = list(itertools.pairwise(keys)) + [(keys[0], key) for key in keys[2:]]
+    assert len(edges) <= MAX_EDGES
+    with pytest.raises(TooDense) as refused:
+        layered_layout(keys, edges, dict.fromkeys(keys, (90.0, 34.0)))
+    assert refused.value.bends is not None and refused.value.bends > MAX_BENDS
+    short = keys[:40]  # the same shape at 40: 741 bends, within the limit, and counted
+    laid = layered_layout(short, [e for e in edges if e[1] in short], dict.fromkeys(short, (90.0, 34.0)))
+    assert laid.bends == sum(range(1, 39))
+
+
+def test_a_picture_that_leaves_nothing_out_has_no_caption_and_a_note_fits_its_width() -> None:
+    graph = chain(2)
+    assert caption(to_svg(graph)) == "" and 'class="caption"' not in to_svg(graph)
+    note = "A note of many words, " * 12
+    svg = to_svg(graph, note)
+    assert caption(svg) == " ".join(note.split())
+    root = ET.fromstring(svg)
+    width = float(root.get("width") or 0)
+    for line in (t for t in root.findall(f"{SVG}text") if t.get("class") == "caption"):
+        assert 16 + len(line.text or "") * 6.4 <= width
+    check_geometry(graph, svg)  # the drawing moved down below the caption, still whole

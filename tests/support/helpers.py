@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -50,6 +51,17 @@ def document_for(
 
     estate = parse_artifacts(encode(dags), encode(tasks), encode(datasets))
     return build_document(estate, audit(estate), **kwargs)
+
+
+def dense_artifacts(case: str) -> dict[str, Any]:
+    """One of the dense estates of ``benchmarks/dense_estate.py`` (``assets``, ``1600``, ``3000``):
+    its dags and datasets artifacts, as Python values."""
+    spec = importlib.util.spec_from_file_location("dense_estate", REPO / "benchmarks" / "dense_estate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    artifacts: dict[str, Any] = module.dense_artifacts(case)
+    return artifacts
 
 
 def codes(document: dict[str, Any]) -> list[tuple[str, str]]:

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import as_served, document_for, recorded_document, recorded_estate
+from support.helpers import as_served, dense_artifacts, document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
 from airflow_provider_coremodels.core.document import for_storage
+from airflow_provider_coremodels.core.layout import MAX_EDGES
+from airflow_provider_coremodels.core.lineage import LineageGraph, picture
 from airflow_provider_coremodels.core.trend import Trend, TrendPoint
 from airflow_provider_coremodels.ui.page import (
     CONTENT_SECURITY_POLICY,
@@ -297,6 +299,23 @@ def test_a_bad_depth_falls_back_to_the_default_and_says_so(depth: str) -> None:
     page = render(recorded_document(), around="load_orders", depth=depth)
     assert f"depth must be a whole number from 1 to 6, not '{depth}': showing depth 2." in page.text
     assert page.find("svg")
+
+
+@pytest.mark.parametrize("case", ["assets", "3000"])
+def test_a_dense_estate_the_page_draws_within_the_limits_and_says_what_it_left_out(case: str) -> None:
+    """Issue 34: the dense estates whose picture took minutes. The page draws what ``picture``
+    draws, byte for byte (so the bounds tested in tests/core/test_layout.py hold here), and
+    says what it left out twice: the message above the picture and the caption on it."""
+    docs = dense_artifacts(case)
+    document = document_for(docs["dags"], None, docs["datasets"])
+    drawn = picture(LineageGraph.from_document(document))
+    assert drawn.note and len(drawn.graph.edges) <= MAX_EDGES
+    html = render_snapshot_page(document, source="/data/coremodels/latest.json")
+    assert drawn.svg in html
+    page = _Page(html)
+    assert " ".join(drawn.note.split()) in page.text  # the message, and the caption's lines
+    assert page.text.count("is too dense for one picture") == 2
+    assert len([a for a in page.find("text") if a.get("class") == "caption"]) >= 2
 
 
 def test_over_the_node_cap_the_page_draws_the_estate_around_one_node_and_says_so() -> None:
