@@ -286,7 +286,7 @@ def splice(
     if merged:
         assets = _attributed(assets, lineage)
 
-    lossiness = [r for r in baseline.lossiness if r.subject is None or r.subject not in replaced]
+    lossiness = [r for r in baseline.lossiness if not _about(r.subject, replaced)]
     for record in parsed.lossiness:
         if record.artifact == "datasets" and (
             (record.subject in resolved_aliases)
@@ -316,6 +316,21 @@ def splice(
         freshness=_freshness(baseline.freshness, replaced - dags.keys()),
         import_errors=tuple(sorted(broken, key=lambda f: f.file)),
     )
+
+
+def _about(subject: str | None, dags: set[str]) -> bool:
+    """Whether a record's subject is one of ``dags`` or one of their tasks (``dag_id.task_id``; a
+    dag_id may hold dots itself, so every split is tried)."""
+    if subject is None:
+        return False
+    if subject in dags:
+        return True
+    cut = subject.rfind(".")
+    while cut > 0:
+        if subject[:cut] in dags:
+            return True
+        cut = subject.rfind(".", 0, cut)
+    return False
 
 
 def _placed(dag: Dataset, identity: str, before: Dataset | None, target: Target) -> Dataset:
@@ -542,6 +557,8 @@ def _downstream(
     out = []
     for dag_id in sorted(reached):
         dag = dags_now.get(dag_id) or dags_then.get(dag_id)
+        if dag is None:  # an external DAG (a trigger's missing target): not in the estate to harm
+            continue
         owners = dag.metadata.get(OWNERS_KEY, "") if dag is not None else ""
         links = tuple(sorted(owner_links(dag.metadata).items())) if dag is not None else ()
         out.append(Affected(dag_id, tuple(o for o in owners.split(",") if o), reached[dag_id], links))

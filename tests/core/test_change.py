@@ -287,3 +287,13 @@ def test_compare_of_two_snapshots_shows_the_same_change_part(baseline: Estate) -
         (f["code"], f["subject"]) for f in ours["findingsOpened"]
     ]
     assert part["affected"] and part["baseline"] == load_document(then).fingerprint
+
+
+def test_records_about_a_replaced_dag_or_its_tasks_go_with_it() -> None:
+    from airflow_provider_coremodels.core.change import _about
+
+    replaced = {"fanout", "team.load"}
+    assert _about("fanout", replaced) and _about("fanout.kick_missing", replaced)
+    assert _about("team.load.publish", replaced)  # a dag_id with a dot of its own
+    assert not _about("fanout_v2.kick", replaced) and not _about("s3://lake/fanout", replaced)
+    assert not _about(None, replaced)
