@@ -55,11 +55,12 @@ SECRETS = Secrets()
 
 
 class _Scrubbing(logging.Filter):
-    """Scrub every record of this package's loggers before any handler sees it."""
+    """Scrub every record of this package's loggers before any handler sees it: of the secrets the
+    run knows and of credential shapes (a record may quote what a server answered)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        clean = SECRETS.scrub(message)
+        clean = scrub_credentials(SECRETS.scrub(message))
         if clean != message:
             record.msg, record.args = clean, None
         return True
