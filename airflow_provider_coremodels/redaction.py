@@ -152,21 +152,25 @@ def _whole(match: re.Match[str], text: str) -> str:
 
 
 class _Shape:
-    """A credential shape: the words one of which it needs (lower case), its pattern, and what a
-    match becomes (given the match and the text, since a case-blind match is found elsewhere)."""
+    """A credential shape: the words one of which it needs (lower case), its pattern, what a match
+    becomes (given the match and the text, since a case-blind match is found elsewhere), and the
+    characters one of which it needs too (an assignment's ``=`` or ``:``, a URL's ``@``)."""
 
     def __init__(
         self,
         words: tuple[str, ...],
         pattern: str | re.Pattern[str],
         replace: Callable[[re.Match[str], str], str],
+        needs: tuple[str, ...] = (),
     ) -> None:
-        self.words, self.replace = frozenset(words), replace
+        self.words, self.replace, self.needs = frozenset(words), replace, needs
         self.blind = isinstance(pattern, str)  # case-blind: run on the lower-cased text
         self.pattern = re.compile(pattern) if isinstance(pattern, str) else pattern
         self.folded = re.compile(pattern, re.IGNORECASE) if isinstance(pattern, str) else pattern
 
     def sub(self, text: str, lower: str) -> str:
+        if self.needs and not any(char in text for char in self.needs):
+            return text
         if not self.blind:
             return self.pattern.sub(lambda m: self.replace(m, text), text)
         pattern, haystack = (self.pattern, lower) if text.isascii() else (self.folded, text)
@@ -188,10 +192,10 @@ _SHAPES = (
     ),
     _Shape(tuple(prefix.lower() for prefix in _AWS_IDS), _AWS_PAIR, _aws),
     _Shape(("hooks.slack",), _SLACK_HOOK, _keep),
-    _Shape(("://",), _URL_USERINFO, _keep),
-    _Shape(("authorization",), _AUTHORIZATION, _keep),
+    _Shape(("://",), _URL_USERINFO, _keep, needs=("@",)),
+    _Shape(("authorization",), _AUTHORIZATION, _keep, needs=(":", "=")),
     _Shape(("bearer",), _BEARER, _keep),
-    _Shape(("pass", "pwd", "secret", "token", "key", "sig"), _ASSIGNED, _assigned),
+    _Shape(("pass", "pwd", "secret", "token", "key", "sig"), _ASSIGNED, _assigned, needs=(":", "=")),
 )
 #: Every shape's words: text holding none of them (most text) is returned after these tests.
 _WORDS = tuple(dict.fromkeys(word for shape in _SHAPES for word in shape.words))

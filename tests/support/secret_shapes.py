@@ -25,7 +25,7 @@ JWT = (
 PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQCmCanaryPemBody7Tq"
 AWS_ID = "AKIACMCANARY7EXAMPLE"
 AWS_SECRET = "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"
-AZURE_KEY = "cmCanaryAzureKey" + "Zm9vYmFyYmF6cXV4" * 4 + "Y21DYW5hcnk9PQ=="
+AZURE_KEY = "cmCanaryAzureKey" + "Zm9vYmFyYmF6cXV4" * 4 + "Y21DYW=="  # 88 characters, as Azure's are
 
 
 @dataclass(frozen=True)
