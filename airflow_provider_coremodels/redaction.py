@@ -121,9 +121,9 @@ _AUTHORIZATION = r"(authorization[\"']?\s{0,4}[:=]\s{0,4}[\"']?(?:[a-z]{2,20} )?
 _BEARER = r"(?<![\w-])(bearer\s{1,4})[\w.~+/-]{16,}=*"
 #: ``password=x``, ``DB_PASSWORD: "x"``, ``"api_key": "x"``, ``PWD=x;``, ``AccountKey=x``, ``sig=x``:
 #: a name ending in one of the words, an assignment, and the value (quoted, or up to a separator).
-#: Case-blind.
+#: Case-blind. A word right after a ``/`` is a URL's path (``.../auth/token: HTTP 401``), no name.
 _ASSIGNED = (
-    r"((?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|account[_-]?key"
+    r"((?<!/)(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|account[_-]?key"
     r"|private[_-]?key|secret[_-]?key|(?<![a-z0-9])(?:pwd|sig))s?(?![a-z0-9_])"
     r"[\"']?\s{0,4}(?:=>|:=|==?|:)\s{0,4})"
     r"(\"(?:[^\"\\\n]|\\.){1,256}\"|'(?:[^'\\\n]|\\.){1,256}'|(?![\"'])[^\s\"',;&)}\]>]+)"

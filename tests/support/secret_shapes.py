@@ -186,6 +186,8 @@ INNOCENT: tuple[str, ...] = (
     "AttributeError: module 'keyring' has no attribute 'get_password'",
     "ValueError: https://airflow.example.test:8080/api/v2/dags?limit=100 is not a valid base URL",
     "airflow.exceptions.AirflowNotFoundException: The conn_id `aws_secrets_manager` isn't defined",
+    "airflow_provider_coremodels.errors.CaptureError: authentication refused by "
+    "http://airflow.test:8080/auth/token: HTTP 401",
 )
 
 
