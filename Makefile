@@ -75,6 +75,7 @@ bench-smoke: install
 	$(PY) benchmarks/bench_offline.py --sizes S --repeat 1 --no-memory
 	$(PY) benchmarks/bench_capture.py --size S --concurrency 16 --repeat 1
 	$(PY) benchmarks/bench_views.py --sizes S --repeat 1 --dense-timeout 2
+	$(PY) benchmarks/bench_credentials.py --dags 100 --repeat 1
 	$(PY) benchmarks/bench_merge.py --deployments 3 --dags 100 --repeat 1
 	$(PY) benchmarks/bench_rules.py --ids 20 --repeat 1
 	$(PY) benchmarks/bench_mcp.py --sizes 200 --repeat 1

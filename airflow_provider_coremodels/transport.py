@@ -32,7 +32,7 @@ from requests.adapters import HTTPAdapter
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.errors import CoreModelsError
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 
@@ -432,7 +432,8 @@ def _pools(sockets: _Sockets) -> dict[str, type[urllib3.HTTPConnectionPool]]:
 
 def server_message(response: requests.Response) -> str:
     """``": <the server's error message>"``, or ``""``: a JSON ``detail``, ``message`` or ``error``,
-    else the first line of the body; bounded, and scrubbed of every secret the run knows."""
+    else the first line of the body; bounded, and scrubbed of every secret the run knows and of
+    credential shapes (a server may quote a connection string or a token back)."""
     try:
         body = decode_json(response.content)
     except ValueError:
@@ -441,10 +442,10 @@ def server_message(response: requests.Response) -> str:
         for key in ("detail", "message", "error"):
             value = body.get(key)
             if isinstance(value, str) and value:
-                return SECRETS.scrub(f": {value[:500]}")
+                return ": " + scrub_credentials(SECRETS.scrub(value[:5000]))[:500]  # scrubbed, then cut
     text = response.content[:2000].decode("utf-8", "replace").strip()
     text = text.splitlines()[0][:200] if text else ""
-    return SECRETS.scrub(f": {text}") if text else ""
+    return scrub_credentials(SECRETS.scrub(f": {text}")) if text else ""
 
 
 def decode_json(data: bytes) -> Any:

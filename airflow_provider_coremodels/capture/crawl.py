@@ -31,6 +31,7 @@ from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.capture.client import AirflowApiClient, NotFound
 from airflow_provider_coremodels.core import ABSENT, Estate, Lossiness, State, build_estate
 from airflow_provider_coremodels.core.broken import INCLUDES_STALE, error_line, is_stale, read_import_errors
+from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT
 from airflow_provider_coremodels.core.parse import (
     decode_dag_ids_page,
     reduce_asset,
@@ -42,7 +43,7 @@ from airflow_provider_coremodels.core.parse import (
 )
 from airflow_provider_coremodels.core.references import DEPENDENCIES, reduce_graph, unchecked_record
 from airflow_provider_coremodels.errors import AuthError, CaptureError
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 
@@ -817,17 +818,21 @@ def reduce_import_error(raw: Any) -> Any:
     }
     trace = raw.get("stack_trace")
     if isinstance(trace, str):
-        kept["stack_trace"] = SECRETS.scrub(error_line(trace))
+        kept["stack_trace"] = error_line(SECRETS.scrub(trace))  # error_line scrubs credentials too
     return kept
 
 
 def scrubbed_warning(raw: Any) -> Any:
     """A DAG warning as the capture keeps it, raw or not: its DAG, type and message, the message
-    scrubbed of the secrets this run knows. A runtime-varying-value warning quotes lines of the DAG
-    file, which may hold anything; the parse bounds what a finding shows of it."""
+    scrubbed of the secrets this run knows and of credential shapes. A runtime-varying-value
+    warning quotes lines of the DAG file, which may hold anything; the parse bounds what a finding
+    shows of it. An asset conflict's message names assets by URI, which the parse matches against
+    the assets: only the run's own secrets are taken out of it."""
     kept = reduce_warning(raw)
     if isinstance(kept, dict) and isinstance(kept.get("message"), str):
-        kept["message"] = SECRETS.scrub(kept["message"])
+        message = SECRETS.scrub(kept["message"])
+        conflict = kept.get("warning_type") == ASSET_CONFLICT
+        kept["message"] = message if conflict else scrub_credentials(message)
     return kept
 
 

@@ -23,12 +23,16 @@ from typing import Any
 
 from airflow_provider_coremodels.core.model import BrokenFile, Lossiness
 from airflow_provider_coremodels.core.text import text_value
+from airflow_provider_coremodels.redaction import scrub_credentials
 
 #: What the capture adds to the dags artifact when its DAG list includes the stale DAGs: without
 #: it, an artifact whose DAGs are all live may still lack the stale ones (a plain ``GET /dags``).
 INCLUDES_STALE = "includes_stale"
 #: An import error's text is shown to this many characters: a first line can be a whole file.
 MAX_ERROR_CHARS = 300
+#: How much of the chosen line is scrubbed of credentials: every credential shape that starts in
+#: the shown part ends inside it (or is scrubbed to its end), and a hostile line costs no more.
+_SCRUBBED_CHARS = 20 * MAX_ERROR_CHARS
 
 _UNLISTED = (
     "the error is not listed (GET /importErrors shows it only to users who may read every DAG in the file)"
@@ -47,8 +51,15 @@ def is_stale(raw: Mapping[str, Any]) -> bool:
 
 
 def error_line(text: str) -> str:
-    """The line that says what went wrong, bounded: for a Python traceback the first line of its
-    last exception (``NameError: name 'x' is not defined``), for any other text its first line."""
+    """The line that says what went wrong, bounded and scrubbed of credentials: for a Python
+    traceback the first line of its last exception (``NameError: name 'x' is not defined``), for
+    any other text its first line.
+
+    An import error's line often quotes what broke (``password=...``, a connection URI, a key): it
+    is scrubbed here (``redaction.scrub_credentials``), before the cut and before anything else
+    reads it, so every door that reads import errors (the REST capture, a DAG folder's parse) and
+    every view and sink after it get the scrubbed line; the file and the exception type stay.
+    """
     lines = text.splitlines()
     chosen = None
     if _TRACEBACK in lines:
@@ -63,7 +74,7 @@ def error_line(text: str) -> str:
         )
     if chosen is None:
         chosen = next((line for line in lines if line.strip()), "")
-    chosen = chosen.strip() or "no error text"
+    chosen = scrub_credentials(chosen.strip()[:_SCRUBBED_CHARS]) or "no error text"
     return chosen if len(chosen) <= MAX_ERROR_CHARS else chosen[: MAX_ERROR_CHARS - 1] + "…"
 
 

@@ -45,6 +45,7 @@ from airflow_provider_coremodels.core.model import (
 from airflow_provider_coremodels.core.policy import policy_json
 from airflow_provider_coremodels.core.rules import FRESHNESS
 from airflow_provider_coremodels.errors import SnapshotDocumentError
+from airflow_provider_coremodels.redaction import scrub_credentials
 
 Document = dict[str, Any]
 
@@ -628,7 +629,14 @@ def _read_typed(data: bytes | str) -> StoredSnapshot | None:
     ]
     lossiness = _as_read(Lossiness(r.artifact, r.message, r.subject) for r in doc.lossiness)
     broken = tuple(
-        BrokenFile(b.file, b.path, b.error, b.bundle, tuple(sorted(b.dags)), _outlet_pairs(b.outlets))
+        BrokenFile(
+            b.file,
+            b.path,
+            scrub_credentials(b.error),  # a document stored before import errors were scrubbed
+            b.bundle,
+            tuple(sorted(b.dags)),
+            _outlet_pairs(b.outlets),
+        )
         for b in doc.import_errors
     )
     stored = _stored(doc.fingerprint, state, datasets, lineage, lossiness, doc.freshness, 2, broken)
@@ -793,7 +801,8 @@ class _Reader:
         return BrokenFile(
             file=self.text(raw, "file", where),
             path=self.text(raw, "path", where),
-            error=self.opt_str(raw, "error", where) or "",
+            # scrubbed again: a document stored before import errors were scrubbed may quote a credential
+            error=scrub_credentials(self.opt_str(raw, "error", where) or ""),
             bundle=self.opt_str(raw, "bundle", where),
             dags=tuple(sorted(self.strings(raw, "dags", where))),
             outlets=_outlet_pairs(outlets),

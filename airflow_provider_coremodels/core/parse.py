@@ -70,6 +70,7 @@ from airflow_provider_coremodels.core.text import quoted_some as _some
 from airflow_provider_coremodels.core.text import utf8_safe as _clean
 from airflow_provider_coremodels.core.text import warning_label, warning_text
 from airflow_provider_coremodels.errors import DagsArtifactError
+from airflow_provider_coremodels.redaction import scrub_credentials
 
 log = logging.getLogger(__name__)
 
@@ -533,7 +534,8 @@ def _capture_records(doc: Any, held: list[Lossiness]) -> list[Lossiness]:
             continue
         artifact, message = _text(item.get("artifact")), _text(item.get("message"))
         subject = _text(item.get("subject")) or None
-        record = Lossiness(artifact, message, subject) if artifact and message else None
+        # the capture's own records, which may quote what a server answered
+        record = Lossiness(artifact, scrub_credentials(message), subject) if artifact and message else None
         if record is not None and record not in known:
             known.add(record)
             found.append(record)
@@ -628,11 +630,19 @@ def _dag_dataset(
         name=dag_id,
         materialization=DAG,
         physical_name=_text(raw.get("fileloc")),
-        description=_text(raw.get("description")),
+        description=_description(raw.get("description")),
         tags=_tags(raw.get("tags")),
         metadata=metadata,
         fields=tuple([fields[name] for name in sorted(fields)]),  # keyed by name
     )
+
+
+def _description(value: Any) -> str | None:
+    """A DAG's description, scrubbed of credentials: a description can quote code or configuration
+    (a connection URI, a token), and it reaches every view, the sinks and the fingerprint. The
+    scrub is deterministic, so an unchanged estate keeps its fingerprint."""
+    text = _text(value)
+    return scrub_credentials(text) if text else text
 
 
 def _owners(value: Any) -> str | None:
@@ -1240,7 +1250,10 @@ def _asset_conflicts(
         for line in unreadable:
             records.append(
                 Lossiness(
-                    "dags", f"an asset conflict warning of DAG '{dag_id}' was not understood: {line}", dag_id
+                    "dags",
+                    f"an asset conflict warning of DAG '{dag_id}' was not understood: "
+                    f"{scrub_credentials(line)}",
+                    dag_id,
                 )
             )
         if dag_id not in described:

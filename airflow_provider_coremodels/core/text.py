@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from airflow_provider_coremodels.redaction import scrub_credentials
+
 # C0 controls (tab, newline and CR among them), DEL, the C1 controls, the line and paragraph
 # separators, the bidi embeddings, overrides and isolates (the "Trojan Source" characters) and the
 # bidi marks (ALM, LRM, RLM), the invisible ones (zero-width space, word joiner, the invisible
@@ -108,8 +110,6 @@ def quoted_some(items: Iterable[str], most: int = 10) -> str:
 MAX_WARNING_CHARS = 300
 #: A warning type is kept to this many (Airflow's are a few words: ``non-existent pool``).
 MAX_WARNING_TYPE_CHARS = 60
-#: ``scheme://user:password@`` in a URL: the password is replaced, whatever else the text holds.
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]*):[^/\s@]*@")
 
 
 def warning_label(kind: str) -> str:
@@ -119,13 +119,14 @@ def warning_label(kind: str) -> str:
 
 
 def warning_text(message: str) -> str:
-    """A DAG warning's message as a finding's detail holds it: a password in a URL replaced by
-    ``***``, its lines joined into one, white space collapsed, cut to ``MAX_WARNING_CHARS``.
+    """A DAG warning's message as a finding's detail holds it: scrubbed of credentials (a URL's
+    password, ``password=...``, keys and tokens: ``redaction.scrub_credentials``), its lines joined
+    into one, white space collapsed, cut to ``MAX_WARNING_CHARS``.
 
     The capture has already scrubbed the secrets it knows (``redaction.py``); a runtime-varying-value
     warning quotes lines of the DAG's code, which may hold a connection URI of its own. The text is
-    cut long before the pattern runs, so a hostile message costs no more than a short one.
+    cut long before the patterns run, so a hostile message costs no more than a short one.
     """
-    text = _URL_PASSWORD.sub(r"\1:***@", message[: 20 * MAX_WARNING_CHARS])
+    text = scrub_credentials(message[: 20 * MAX_WARNING_CHARS])
     text = " ".join(text.split())
     return text if len(text) <= MAX_WARNING_CHARS else text[: MAX_WARNING_CHARS - 1] + "…"

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import document_for, recorded_document
+from support.helpers import artifact_paths, document_for, recorded_document
 
 from airflow_provider_coremodels.assistant import MAX_LIMIT, QueryError, SnapshotQueries, page
 from airflow_provider_coremodels.core.document import encode
@@ -442,3 +443,17 @@ def test_impact_follows_a_trigger_and_a_sensor_and_says_which() -> None:
         ("month_end", 2, "reconcile", "sensor"),
     ]
     assert impact["summary"]["dags"] == 2
+
+
+def test_the_answers_quote_no_credential_of_an_import_error_or_a_description() -> None:
+    """Issue 34: what an assistant reads (facts, findings, a DAG) holds the scrubbed import errors
+    and description; each broken file and exception type is still named."""
+    from support.secret_shapes import SHAPES, leaks, shape_file, with_leaky_errors
+
+    dags = with_leaky_errors(json.loads(artifact_paths("airflow3")["dags"].read_bytes()))
+    asked = queries(document_for(dags))
+    found = asked.findings_page(code="dag-import-error", limit=100)
+    answers = json.dumps([asked.facts(), found, asked.dataset(dags["dags"][0]["dag_id"])])
+    assert leaks(answers) == []
+    details = " ".join(f["detail"] for f in found["findings"]["items"])
+    assert [s.name for s in SHAPES if shape_file(s) not in answers or s.kept not in details] == []

@@ -24,6 +24,7 @@ import base64
 import gzip
 import json
 import logging
+import os
 import re
 import socket
 import subprocess
@@ -39,7 +40,9 @@ import pytest
 from support.airflow_server import home_env, migrated_home
 from support.counting_proxy import CountingProxy
 from support.helpers import CLI_GROUP, artifact_paths
+from support.hostile_api import HostileApi
 from support.local_http import BackgroundHTTPServer, Reply, ScriptedServer, json_reply
+from support.secret_shapes import SHAPES, leaks, shape_file
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
 from airflow_provider_coremodels.cli.main import main
@@ -719,3 +722,84 @@ def test_asset_extra_is_left_out_of_the_snapshot(tmp_path: Path) -> None:
     assert opted_in.returncode == 0, opted_in.stderr
     assets = [d for d in json.loads(opted_in.stdout)["datasets"] if d["materialization"] == "asset"]
     assert [json.loads(d["metadata"]["airflow.extra"]) for d in assets] == [{"password": ASSET_SECRET}] * 4
+
+
+# -- credentials a server quotes (issue 34) --------------------------------------------------------
+
+
+def test_credentials_a_server_quotes_reach_no_view_and_no_sink(tmp_path: Path) -> None:
+    """A scripted API (``HostileApi("leaky-errors")``) quotes credentials where a server writes code
+    or configuration: one import error per shape of ``support/secret_shapes.py``, a DAG description,
+    a DAG warning, a refused request's body. ``python -m ... export`` to a file sink prints, logs and
+    stores none of them: not in stdout or stderr, ``latest.json``, the history entry, nor in any
+    view of the stored snapshot (``audit --snapshot`` in every format, ``lineage``, ``history``).
+    Each broken file and its exception type still show."""
+    sink = tmp_path / "sink"
+    with HostileApi("leaky-errors") as api:
+        exported = subprocess.run(
+            [
+                sys.executable, "-m", "airflow_provider_coremodels", "export", "--base-url", api.base_url,
+                "--username", USER, "--password-env", "CM_PASSWORD", "--sink", str(sink),
+            ],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "CM_PASSWORD": PASSWORD},
+        )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    assert "password=***" in exported.stderr  # the refused request's log line, scrubbed
+    [history] = (sink / "history").iterdir()
+    texts: Texts = [("export stdout", exported.stdout), ("export stderr", exported.stderr)]
+    texts += files_under(sink)
+    for view in (
+        *(["audit", "--snapshot", str(sink), "--format", f] for f in ("table", "json", "sarif", "markdown")),
+        ["lineage", "--snapshot", str(sink), "--format", "mermaid"],
+        ["history", "--sink", str(sink), "--format", "json"],
+    ):
+        shown = subprocess.run(
+            [sys.executable, "-m", "airflow_provider_coremodels", *view],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        texts += [
+            (f"{' '.join(view[:1] + view[-2:])} stdout", shown.stdout),
+            (f"{view[0]} stderr", shown.stderr),
+        ]
+    assert [(where, found) for where, text in texts if (found := leaks(text))] == []
+
+    stored = json.loads((sink / "latest.json").read_bytes())
+    assert json.loads(history.read_bytes())["importErrors"] == stored["importErrors"]
+    errors = {e["file"]: e["error"] for e in stored["importErrors"]}
+    assert [shape.name for shape in SHAPES if not errors[shape_file(shape)].startswith(shape.kept)] == []
+    table = texts[0][1]
+    assert all(f"{shape_file(shape)} " in table and shape.kept in table for shape in SHAPES)
+
+
+def test_the_library_logs_and_notifies_no_credential_a_server_quotes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same server through the library, with DEBUG logs: the log records, the result, the
+    context a notifier's templates see and the MCP server's answers hold none of the credentials."""
+    from airflow_provider_coremodels.alerts import alert_context
+    from airflow_provider_coremodels.assistant import SnapshotQueries
+    from airflow_provider_coremodels.core.document import encode
+    from airflow_provider_coremodels.sinks.directory import FileSink
+
+    caplog.set_level(logging.DEBUG)
+    with (
+        HostileApi("leaky-errors") as api,
+        AirflowApiClient(ApiSource(api.base_url, username=USER, password=PASSWORD)) as client,
+    ):
+        result = export(client, [FileSink(tmp_path / "sink")])
+    context = alert_context(result, "http://airflow.test/coremodels")
+    assert len(context["new_findings"]) > len(SHAPES)  # every import error is a new finding
+    queries = SnapshotQueries((tmp_path / "sink" / "latest.json").read_bytes(), source="latest.json")
+    answers = [queries.facts(), queries.findings_page(limit=100), queries.dataset("a")]
+    texts: Texts = [
+        ("log", caplog.text),
+        ("result", encode(result.document)),
+        ("notifier context", json.dumps(context, default=str)),
+        ("mcp", json.dumps(answers, default=str)),
+    ]
+    assert [(where, found) for where, text in texts if (found := leaks(text))] == []
+    details = " ".join(f.get("detail") or "" for f in context["new_findings"])
+    assert all(shape.kept in details for shape in SHAPES)

@@ -21,6 +21,9 @@ DAG, its tasks, no assets, aliases or warnings). The modes:
 ``deep-json``        the DAG list as 100,000 nested arrays
 ``bad-utf8``         a DAG id holding bytes that are not UTF-8
 ``dot-ids``          DAGs named ``.`` and ``..`` (legal in Airflow)
+``leaky-errors``     credentials quoted wherever a server writes code or configuration (issue 34): one
+                     import error per shape of ``secret_shapes.SHAPES``, a DAG description and a DAG
+                     warning quoting some, and DAG ``b``'s tasks refused (400) with a password in the body
 
 ``max_in_flight`` is the most requests the server had open at once.
 
@@ -50,6 +53,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from support.local_http import BackgroundHTTPServer, RequestHandler
+from support.secret_shapes import DESCRIPTION, LOSSINESS_SECRET, WARNING, with_leaky_errors
 
 HUGE_DAGS = 200_000
 TOKEN = "hostile-jwt-token-value-0123456789"  # what POST /auth/token hands out
@@ -78,6 +82,21 @@ def _dag(dag_id: str) -> dict[str, Any]:
     return {"dag_id": dag_id, "is_paused": False, "owners": ["team"], "description": "d"}
 
 
+def _leaky(path: str) -> tuple[Any, int] | None:
+    """What the ``leaky-errors`` mode answers differently from a healthy server, or None."""
+    if path == "/api/v2/dags":
+        return {"dags": [{**_dag("a"), "description": DESCRIPTION}, _dag("b")], "total_entries": 2}, 200
+    if path == "/api/v2/importErrors":
+        errors = with_leaky_errors({"dags": [_dag("a")]})["import_errors"]
+        return {"import_errors": errors, "total_entries": len(errors)}, 200
+    if path == "/api/v2/dagWarnings":
+        warning = {"dag_id": "a", "warning_type": "runtime varying value", "message": WARNING}
+        return {"dag_warnings": [warning], "total_entries": 1}, 200
+    if path == "/api/v2/dags/b/tasks":
+        return {"detail": f"refused: connection failed, password={LOSSINESS_SECRET}"}, 400
+    return None
+
+
 class _Handler(RequestHandler):
     owner: HostileApi
 
@@ -102,6 +121,8 @@ class _Handler(RequestHandler):
             if mode == "token-redirect":
                 return self._send(307, b"", {"Location": f"{self.owner.redirect_to}/auth/token"})
             return self._json({"access_token": TOKEN, "token_type": "bearer"}, 201)
+        if mode == "leaky-errors" and (leaky := _leaky(path)) is not None:
+            return self._json(*leaky)
         if path == "/api/v2/dags":
             return self._dags(mode, int(query.get("offset", 0)))
         if path == "/api/v2/assets" and mode == "assets-ignore-offset":
