@@ -87,6 +87,9 @@ def parse_dag_folder(
     root = root.resolve()
     withheld = set(withheld_env)
     env = {key: value for key, value in os.environ.items() if key not in withheld}
+    # Airflow's INFO lines of each file's parse would go nowhere (a child's output is discarded)
+    # and cost a tenth of its time
+    env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
     if timeout is not None:  # Airflow's own per-file timeout (SIGALRM) agrees with the deadline
         env["AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT"] = f"{float(timeout):g}"
     with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
