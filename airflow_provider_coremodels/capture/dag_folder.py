@@ -161,7 +161,7 @@ def _as_captured(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _budget(root: Path, timeout: float | None, workers: int) -> float:
     """A bound on the whole parse: every file at its deadline, ``workers`` at a time."""
-    per_file = (timeout if timeout is not None else 30.0) * 1.1 + 1.0
+    per_file = (timeout if timeout is not None else 30.0) * 1.2 + 5.0
     count = sum(1 for _ in root.rglob("*") if _.suffix in (".py", ".zip"))
     return per_file * (count // max(1, workers) + 1)
 

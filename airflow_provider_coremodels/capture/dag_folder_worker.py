@@ -185,7 +185,6 @@ def _tasks(lazy: Any, data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _parse_file(path: str, request: dict[str, Any]) -> dict[str, Any]:
     from airflow.configuration import conf
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
 
     dag_bag = _dag_bag_class()
     folder = request["folder"]
@@ -206,15 +205,59 @@ def _parse_file(path: str, request: dict[str, Any]) -> dict[str, Any]:
     for dag in bag.dags.values():
         try:
             data = _serializer().to_dict(dag)
-            lazy = LazyDeserializedDAG(data=data)
+            lazy = _Lazy(data)
             entry = _dag_entry(lazy, data, request["bundle"], conf)
             tasks = _tasks(lazy, data)
         except Exception:
             # as the dag-processor records a DAG it cannot serialize: an import error of its file
             errors[getattr(dag, "relative_fileloc", None) or dag.fileloc] = traceback.format_exc(limit=-depth)
             continue
-        dags.append({"entry": entry, "tasks": tasks, "data": data})
-    return {"dags": dags, "import_errors": errors}
+        dags.append(
+            {
+                "entry": entry,
+                "tasks": tasks,
+                "dependencies": data["dag"].get("dag_dependencies") or [],
+                "paused_upon_creation": data["dag"].get("is_paused_upon_creation"),
+                "lazy": lazy,
+            }
+        )
+    references = _references({d["entry"]["dag_id"]: d.pop("lazy") for d in dags})
+    return {"dags": dags, "import_errors": errors, "references": references}
+
+
+def _references(lazy_dags: dict[str, Any]) -> dict[str, Any]:
+    """``AssetModelOperation.collect`` over one file's DAGs, as JSON: the assets in the order the
+    collection meets them (with group, extra and watcher names), the aliases, and each DAG's
+    schedule, outlet and (Airflow 3.1+) inlet references. The server merges them in file order."""
+    from airflow.dag_processing.collection import AssetModelOperation
+
+    op = AssetModelOperation.collect(lazy_dags)
+    inlets = getattr(op, "inlet_references", None)
+
+    def tasks(references: dict[str, Any]) -> dict[str, list[list[str]]]:
+        return {
+            dag_id: [[task_id, a.name, a.uri] for task_id, a in pairs] for dag_id, pairs in references.items()
+        }
+
+    return {
+        "assets": [
+            [
+                a.name,
+                a.uri,
+                a.group,
+                dict(a.extra or {}),
+                [w.name for w in getattr(a, "watchers", None) or ()],
+            ]
+            for a in op.assets.values()
+        ],
+        "aliases": list(op.asset_aliases),
+        "schedule": {
+            dag_id: [[a.name, a.uri] for a in assets]
+            for dag_id, assets in op.schedule_asset_references.items()
+        },
+        "outlets": tasks(op.outlet_references),
+        "inlets": None if inlets is None else tasks(inlets),
+    }
 
 
 #: What the parse server parses itself before it forks, so that each child starts with what the
@@ -280,10 +323,7 @@ def _warm_up(scratch: str, request: dict[str, Any]) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(_WARM_UP)
     with contextlib.suppress(Exception):  # a parse that is not warmed up is only slower
-        parsed = _parse_file(path, {**request, "folder": folder})
-        _Assets({d["entry"]["dag_id"]: _lazy(d["data"]) for d in parsed["dags"]}, {}).entry(
-            ("s3://coremodels/warm-up", "s3://coremodels/warm-up"), ""
-        )
+        _parse_file(path, {**request, "folder": folder})
 
 
 def _die_with_parent() -> None:
@@ -403,7 +443,7 @@ def _parse_all(files: list[str], request: dict[str, Any], scratch: str) -> list[
     a file ends (an exit, a crash, the deadline) is replaced, and only that file fails."""
     workers = max(1, int(request["workers"]))
     timeout = float(request["timeout"])
-    deadline_after = timeout + max(1.0, 0.1 * timeout)
+    deadline_after = timeout + max(5.0, 0.2 * timeout)  # Airflow's own timeout fires first
     headroom = request.get("memory")
     limit = None if headroom is None else _address_space() + int(headroom)
     outcomes: list[dict[str, Any]] = [{} for _ in files]
@@ -520,17 +560,43 @@ def _lazy(data: dict[str, Any]) -> _Lazy:
 
 class _Assets:
     """The asset rows a parse would write: ids in the order of creation, the active ones, and each
-    asset's references (``AssetModelOperation.collect`` over every DAG, in file order)."""
+    asset's references, merged from each file's ``AssetModelOperation.collect`` in file order (as
+    one collection over every DAG: an asset keeps its first place and its last definition)."""
 
-    def __init__(self, lazy_dags: dict[str, Any], paused: dict[str, bool]) -> None:
-        from airflow.dag_processing.collection import AssetModelOperation
-
-        self.op = AssetModelOperation.collect(lazy_dags)
+    def __init__(self, references: list[dict[str, Any]], kept: set[str], paused: dict[str, bool]) -> None:
+        self.assets: dict[tuple[str, str], list[Any]] = {}
+        self.aliases: dict[str, None] = {}
+        self.scheduled: dict[tuple[str, str], set[str]] = {}
+        self.producing: dict[tuple[str, str], list[dict[str, str]]] = {}
+        self.consuming: dict[tuple[str, str], list[dict[str, str]]] | None = {}
+        for found in references:
+            for name, uri, group, extra, watchers in found["assets"]:
+                self.assets[(name, uri)] = [group, extra, watchers]
+            self.aliases.update(dict.fromkeys(found["aliases"]))
+            for dag_id, keys in found["schedule"].items():
+                if dag_id in kept:
+                    for name, uri in keys:
+                        self.scheduled.setdefault((name, uri), set()).add(dag_id)
+            for dag_id, pairs in found["outlets"].items():
+                if dag_id in kept:
+                    for task_id, name, uri in pairs:
+                        self.producing.setdefault((name, uri), []).append(
+                            {"task_id": task_id, "dag_id": dag_id}
+                        )
+            if found["inlets"] is None:  # Airflow 3.0 lists no task inlets
+                self.consuming = None
+            elif self.consuming is not None:
+                for dag_id, pairs in found["inlets"].items():
+                    if dag_id in kept:
+                        for task_id, name, uri in pairs:
+                            self.consuming.setdefault((name, uri), []).append(
+                                {"task_id": task_id, "dag_id": dag_id}
+                            )
         self.ids: dict[tuple[str, str], int] = {}
         self.active: set[tuple[str, str]] = set()
         names: set[str] = set()
         uris: set[str] = set()
-        for number, key in enumerate(self.op.assets, start=1):
+        for number, key in enumerate(self.assets, start=1):
             self.ids[key] = number
             name, uri = key
             if name not in names and uri not in uris:  # AssetActive: name and uri each unique
@@ -540,46 +606,32 @@ class _Assets:
         self.paused = paused
 
     def entry(self, key: tuple[str, str], created_at: str) -> dict[str, Any]:
-        asset = self.op.assets[key]
+        group, extra, watchers = self.assets[key]
         name, uri = key
-        scheduled = sorted(
-            dag_id
-            for dag_id, assets in self.op.schedule_asset_references.items()
-            if any((a.name, a.uri) == key for a in assets)
-        )
+        scheduled = sorted(self.scheduled.get(key, ()))
 
-        def tasks(references: dict[str, list[tuple[str, Any]]]) -> list[dict[str, Any]]:
-            return sorted(
-                (
-                    {"task_id": task_id, "dag_id": dag_id}
-                    for dag_id, pairs in references.items()
-                    for task_id, a in pairs
-                    if (a.name, a.uri) == key
-                ),
-                key=lambda ref: (ref["dag_id"], ref["task_id"]),
-            )
+        def ordered(refs: list[dict[str, str]]) -> list[dict[str, str]]:
+            unique = {(ref["dag_id"], ref["task_id"]): ref for ref in refs}
+            return [unique[k] for k in sorted(unique)]
 
         entry: dict[str, Any] = {
             "id": self.ids[key],
             "name": name,
             "uri": uri,
-            "group": asset.group,
-            "extra": dict(asset.extra or {}),
+            "group": group,
+            "extra": extra,
             "created_at": created_at,
             "updated_at": created_at,
             "scheduled_dags": [{"dag_id": dag_id} for dag_id in scheduled],
-            "producing_tasks": tasks(self.op.outlet_references),
+            "producing_tasks": ordered(self.producing.get(key, [])),
             "aliases": [],  # an alias reaches an asset only through an event, which no parse has
             "last_asset_event": {"id": None, "timestamp": None},
         }
-        inlets = getattr(self.op, "inlet_references", None)
-        if inlets is not None:  # Airflow 3.1+ lists task inlets (consuming_tasks)
-            entry["consuming_tasks"] = tasks(inlets)
+        if self.consuming is not None:  # Airflow 3.1+ lists task inlets (consuming_tasks)
+            entry["consuming_tasks"] = ordered(self.consuming.get(key, []))
         # a watcher's trigger is registered only for an active asset an unpaused DAG is scheduled on
         watched = key in self.active and any(not self.paused.get(dag_id, False) for dag_id in scheduled)
-        entry["watchers"] = (
-            [{"name": w.name} for w in getattr(asset, "watchers", None) or ()] if watched else []
-        )
+        entry["watchers"] = [{"name": w} for w in watchers] if watched else []
         return entry
 
     def expand(self, expression: Any) -> Any:
@@ -624,7 +676,7 @@ def _dependencies(dags: list[dict[str, Any]], assets: _Assets) -> dict[str, Any]
         def collect_alias_to_assets(self, names: Any) -> Any:
             return {name: [] for name in names}  # no events: no alias has an asset yet
 
-    pairs = [(d["entry"]["dag_id"], d["data"]["dag"].get("dag_dependencies") or []) for d in dags]
+    pairs = [(d["entry"]["dag_id"], d["dependencies"]) for d in dags]
     resolved: dict[str, Any] = Resolver(dag_id_dependencies=pairs, session=None).resolve()
     nodes: dict[str, dict[str, Any]] = {}
     edges: set[tuple[str, str]] = set()
@@ -713,12 +765,13 @@ def _map(
             dags.append(dag)
     paused = {
         d["entry"]["dag_id"]: known_paused.get(
-            d["entry"]["dag_id"], bool(d["data"]["dag"].get("is_paused_upon_creation", paused_at_creation))
+            d["entry"]["dag_id"],
+            paused_at_creation if d["paused_upon_creation"] is None else bool(d["paused_upon_creation"]),
         )
         for d in dags
     }
-    lazy = {d["entry"]["dag_id"]: _lazy(d["data"]) for d in dags}
-    assets = _Assets(lazy, paused)
+    references = [outcome["references"] for outcome in outcomes if "references" in outcome]
+    assets = _Assets(references, set(seen), paused)
     dag_entries = []
     for dag in dags:
         entry = dict(dag["entry"])
@@ -731,15 +784,15 @@ def _map(
     tasks = {
         d["entry"]["dag_id"]: {"tasks": d["tasks"]} for d in sorted(dags, key=lambda d: d["entry"]["dag_id"])
     }
-    listed = [assets.entry(key, created_at) for key in assets.op.assets if key in assets.active]
-    refused_entries = [assets.entry(key, created_at) for key in assets.op.assets if key not in assets.active]
+    listed = [assets.entry(key, created_at) for key in assets.assets if key in assets.active]
+    refused_entries = [assets.entry(key, created_at) for key in assets.assets if key not in assets.active]
     # as the capture keeps them: the refused assets some DAG references
     inactive = [
         entry
         for entry in refused_entries
         if any(entry.get(k) for k in ("producing_tasks", "scheduled_dags", "consuming_tasks"))
     ]
-    refused = [f"{name!r} ({uri})" for name, uri in assets.op.assets if (name, uri) not in assets.active]
+    refused = [f"{name!r} ({uri})" for name, uri in assets.assets if (name, uri) not in assets.active]
     errors = [
         {
             "import_error_id": number,
@@ -767,7 +820,7 @@ def _map(
         "datasets": {
             "assets": listed,
             "total_entries": len(listed),
-            "asset_aliases": [{"name": name} for name in assets.op.asset_aliases],
+            "asset_aliases": [{"name": name} for name in assets.aliases],
             "asset_events": [],
             "inactive_assets": inactive,
             "dependencies": _dependencies(dags, assets),
@@ -776,7 +829,7 @@ def _map(
         "paused_at_creation": paused_at_creation,
         "duplicates": duplicates,
         "refused": refused,
-        "aliases": sorted(assets.op.asset_aliases),
+        "aliases": sorted(assets.aliases),
     }
 
 
