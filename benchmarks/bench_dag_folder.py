@@ -157,7 +157,9 @@ FOLDER = textwrap.dedent(
     from airflow_provider_coremodels.capture.dag_folder import parse_dag_folder
     workers = int(sys.argv[2]) or None
     result = parse_dag_folder(sys.argv[1], workers=workers)
-    print(len(result.dags["dags"]), len(result.dags["import_errors"]))
+    t = result.timings
+    phases = (t["start"], t["warm_up"], t["files"], t["map"])
+    print(len(result.dags["dags"]), len(result.dags["import_errors"]), *phases)
     """
 )
 
@@ -190,7 +192,7 @@ def main() -> None:
         folder = Path(scratch) / "dags"
         generate(folder, args.files)
         run(DAGBAG, str(folder))  # warm the file cache and Python's bytecode caches of both sides
-        bag_times, bag_parse, folder_times = [], [], []
+        bag_times, bag_parse, folder_times, phases = [], [], [], []
         for round_number in range(args.repeat):
             order = ("bag", "folder") if round_number % 2 == 0 else ("folder", "bag")
             for side in order:
@@ -203,6 +205,7 @@ def main() -> None:
                     elapsed, out = run(FOLDER, str(folder), str(args.workers))
                     folder_times.append(elapsed)
                     folder_counts = out[:2]
+                    phases.append([float(x) for x in out[2:6]])
         assert bag_counts == folder_counts, (
             f"the two parses differ: DagBag {bag_counts}, folder {folder_counts}"
         )
@@ -214,7 +217,13 @@ def main() -> None:
         print(f"| DagBag(folder), one process, Airflow's import included | {bag:.2f} |")
         print(f"| DagBag(folder), its parse alone | {parse:.2f} |")
         print(f"| parse_dag_folder (parse server, forked children, REST shapes) | {ours:.2f} |")
+        start, warm, files, mapping = (statistics.median(p[i] for p in phases) for i in range(4))
+        print(
+            f"| ... of which the parse server's start (Airflow's import) {start:.2f}, warm-up {warm:.2f}, "
+            f"files {files:.2f}, mapping {mapping:.2f} | |"
+        )
         print(f"ratio parse_dag_folder / DagBag: {ours / bag:.2f} (goal <= 0.8 on 2 cores)")
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
