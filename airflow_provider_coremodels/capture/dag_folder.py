@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ class FolderArtifacts:
     datasets: dict[str, Any]  # as datasets.json: "assets", "asset_aliases", "inactive_assets", "dependencies"
     airflow_version: str
     files: int  # DAG files parsed (those that failed included)
-    lines: dict[str, int]  # dag_id -> the line of its DAG(...) call or @dag function; best effort
+    lines: Mapping[str, int]  # dag_id -> the line of its DAG(...) call or @dag function; best effort
     lossiness: tuple[Lossiness, ...]  # what the code shows that no API does, or lacks
     #: where the parse server's seconds went: its start (Airflow's import), warm-up, files, mapping
     timings: dict[str, float] = field(default_factory=dict)
@@ -145,7 +145,7 @@ def parse_dag_folder(
         datasets=result["datasets"],
         airflow_version=result["airflow_version"],
         files=int(result["files"]),
-        lines=_lines(root, result["paths"]),
+        lines=_Lines(root, result["paths"]),
         lossiness=tuple(_records(result, paused is not None)),
         timings=dict(result.get("timings") or {}),
     )
@@ -214,24 +214,44 @@ def _records(result: Mapping[str, Any], baseline_paused: bool) -> list[Lossiness
     return records
 
 
-def _lines(root: Path, paths: Mapping[str, str]) -> dict[str, int]:
-    """Where each DAG is defined, read from its file: a ``DAG(...)`` call naming it (by its first
-    argument or ``dag_id=``), a ``@dag`` function (its ``dag_id=`` or its name) or an ``@asset``
-    one. Best effort: a DAG whose id is computed, or that lies in a zip file, has no line."""
-    found: dict[str, int] = {}
-    by_file: dict[str, list[str]] = {}
-    for dag_id, relative in paths.items():
-        by_file.setdefault(relative, []).append(dag_id)
-    for relative, dag_ids in by_file.items():
-        try:
-            tree = ast.parse((root / relative).read_bytes())
-        except (OSError, SyntaxError, ValueError):
-            continue
-        defined = _definitions(tree)
-        for dag_id in dag_ids:
-            if dag_id in defined:
-                found[dag_id] = defined[dag_id]
-    return found
+class _Lines(Mapping[str, int]):
+    """Where each DAG is defined, read from its file when first asked (a file's parse costs about a
+    millisecond, and SARIF asks for a few): a ``DAG(...)`` call naming it (by its first argument or
+    ``dag_id=``), a ``@dag`` function (its ``dag_id=`` or its name) or an ``@asset`` one. Best
+    effort: a DAG whose id is computed, or that lies in a zip file, has no line."""
+
+    def __init__(self, root: Path, paths: Mapping[str, str]) -> None:
+        self._root = root
+        self._paths = dict(paths)
+        self._files: dict[str, dict[str, int]] = {}
+
+    def _defined(self, relative: str) -> dict[str, int]:
+        if relative not in self._files:
+            try:
+                self._files[relative] = _definitions(ast.parse((self._root / relative).read_bytes()))
+            except (OSError, SyntaxError, ValueError):
+                self._files[relative] = {}
+        return self._files[relative]
+
+    def __getitem__(self, dag_id: str) -> int:
+        relative = self._paths.get(dag_id)
+        line = self._defined(relative).get(dag_id) if relative is not None else None
+        if line is None:
+            raise KeyError(dag_id)
+        return line
+
+    def __iter__(self) -> Iterator[str]:
+        return (dag_id for dag_id in self._paths if dag_id in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, dag_id: object) -> bool:
+        relative = self._paths.get(dag_id) if isinstance(dag_id, str) else None
+        return relative is not None and dag_id in self._defined(relative)
+
+    def __repr__(self) -> str:
+        return f"_Lines({dict(self)!r})"
 
 
 def _literal(node: ast.AST | None) -> str | None:
