@@ -30,6 +30,7 @@ from airflow_provider_coremodels.capture.crawl import reduce_import_error
 from airflow_provider_coremodels.core import Lossiness
 from airflow_provider_coremodels.core.parse import scheduled_on_assets
 from airflow_provider_coremodels.errors import InputError
+from airflow_provider_coremodels.redaction import SECRETS
 
 #: The parse server, run as a script: ``python -m`` would import this package (and ``requests``)
 #: into the process that runs the DAG code, a quarter of a second of its start and state it needs not.
@@ -130,11 +131,12 @@ def parse_dag_folder(
             except (OSError, ValueError) as exc:
                 errors.seek(max(0, os.path.getsize(errors.name) - 2000))
                 tail = errors.read().decode(errors="replace").strip().splitlines()
-                why = tail[-1] if tail else "no output"
+                why = SECRETS.scrub(tail[-1]) if tail else "no output"
                 raise DagFolderError(f"could not be parsed: {why}", str(root)) from exc
     if "error" in result:
         lines = str(result["error"]).strip().splitlines()
-        raise DagFolderError(f"could not be parsed: {lines[-1] if lines else 'no error text'}", str(root))
+        why = SECRETS.scrub(lines[-1]) if lines else "no error text"
+        raise DagFolderError(f"could not be parsed: {why}", str(root))
     dags = result["dags"]
     dags["dags"] = [_as_captured(entry) for entry in dags["dags"]]
     dags["import_errors"] = [reduce_import_error(entry) for entry in dags["import_errors"]]

@@ -500,11 +500,18 @@ def _parse_all(files: list[str], request: dict[str, Any], scratch: str) -> list[
                     retire(worker, kill=False)
             while pending and len(live) < workers:
                 live.append(spawn())
-            for worker in live:
+            for worker in list(live):
                 if worker.index is None and pending:
-                    worker.index = pending.pop()
-                    worker.deadline = time.monotonic() + deadline_after
-                    os.write(worker.orders, worker.index.to_bytes(4, "big"))
+                    order = pending.pop()
+                    try:
+                        os.write(worker.orders, order.to_bytes(4, "big"))
+                    except OSError:  # the child is gone (it left between files): the file waits
+                        pending.append(order)
+                        retire(worker, kill=True)
+                        continue
+                    worker.index, worker.deadline = order, time.monotonic() + deadline_after
+            if not any(w.index is not None for w in live):
+                continue
             busy = [w for w in live if w.index is not None]
             wait = max(0.0, min(w.deadline for w in busy) - time.monotonic())
             ready, _, _ = select.select([w.answers for w in busy], [], [], wait)
@@ -716,9 +723,9 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     if paused_at_creation is None:
         paused_at_creation = conf.getboolean("core", "dags_are_paused_at_creation")
     files = _list_files(folder, request["safe_mode"])
+    _pre_import(files)  # before the folder is on the path: a module of the folder never runs here
     if folder not in sys.path:  # as the dag-processor puts the bundle on the path: include/ imports
         sys.path.insert(0, folder)
-    _pre_import(files)
     # what every child needs, imported once here rather than once per child
     from airflow.api_fastapi.core_api.datamodels.dags import DAGResponse  # noqa: F401
     from airflow.api_fastapi.core_api.datamodels.tasks import TaskResponse  # noqa: F401
