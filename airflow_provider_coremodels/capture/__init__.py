@@ -1,4 +1,5 @@
-"""Capture: read an estate from the deployment's own REST API (Airflow 3 /api/v2 or Airflow 2 /api/v1)."""
+"""Capture: read an estate from the deployment's own REST API (Airflow 3 /api/v2 or Airflow 2 /api/v1),
+or parse a DAG folder into the same artifacts (``dag_folder``)."""
 
 from __future__ import annotations
 

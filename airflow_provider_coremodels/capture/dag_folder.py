@@ -21,8 +21,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,11 @@ from airflow_provider_coremodels.capture.crawl import reduce_import_error
 from airflow_provider_coremodels.core import Lossiness
 from airflow_provider_coremodels.core.parse import scheduled_on_assets
 from airflow_provider_coremodels.errors import InputError
+from airflow_provider_coremodels.redaction import SECRETS
 
-#: The worker module, run with ``python -m``.
-WORKER = "airflow_provider_coremodels.capture.dag_folder_worker"
+#: The parse server, run as a script: ``python -m`` would import this package (and ``requests``)
+#: into the process that runs the DAG code, a quarter of a second of its start and state it needs not.
+WORKER = Path(__file__).with_name("dag_folder_worker.py")
 DEFAULT_BUNDLE = "dags-folder"
 #: What the parse server needs beyond the files' own time: its start-up (Airflow's import).
 _STARTUP_SECONDS = 120.0
@@ -53,8 +55,10 @@ class FolderArtifacts:
     datasets: dict[str, Any]  # as datasets.json: "assets", "asset_aliases", "inactive_assets", "dependencies"
     airflow_version: str
     files: int  # DAG files parsed (those that failed included)
-    lines: dict[str, int]  # dag_id -> the line of its DAG(...) call or @dag function; best effort
+    lines: Mapping[str, int]  # dag_id -> the line of its DAG(...) call or @dag function; best effort
     lossiness: tuple[Lossiness, ...]  # what the code shows that no API does, or lacks
+    #: where the parse server's seconds went: its start (Airflow's import), warm-up, files, mapping
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def parse_dag_folder(
@@ -87,6 +91,9 @@ def parse_dag_folder(
     root = root.resolve()
     withheld = set(withheld_env)
     env = {key: value for key, value in os.environ.items() if key not in withheld}
+    # Airflow's INFO lines of each file's parse would go nowhere (a child's output is discarded)
+    # and cost a tenth of its time
+    env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
     if timeout is not None:  # Airflow's own per-file timeout (SIGALRM) agrees with the deadline
         env["AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT"] = f"{float(timeout):g}"
     with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
@@ -107,7 +114,7 @@ def parse_dag_folder(
         with open(os.path.join(scratch, "stderr"), "w+b") as errors:
             try:
                 subprocess.run(  # our own worker, in this interpreter
-                    [python or sys.executable, "-m", WORKER],
+                    [python or sys.executable, str(WORKER)],
                     input=json.dumps(request).encode(),
                     stdout=errors,
                     stderr=errors,
@@ -124,11 +131,12 @@ def parse_dag_folder(
             except (OSError, ValueError) as exc:
                 errors.seek(max(0, os.path.getsize(errors.name) - 2000))
                 tail = errors.read().decode(errors="replace").strip().splitlines()
-                why = tail[-1] if tail else "no output"
+                why = SECRETS.scrub(tail[-1]) if tail else "no output"
                 raise DagFolderError(f"could not be parsed: {why}", str(root)) from exc
     if "error" in result:
         lines = str(result["error"]).strip().splitlines()
-        raise DagFolderError(f"could not be parsed: {lines[-1] if lines else 'no error text'}", str(root))
+        why = SECRETS.scrub(lines[-1]) if lines else "no error text"
+        raise DagFolderError(f"could not be parsed: {why}", str(root))
     dags = result["dags"]
     dags["dags"] = [_as_captured(entry) for entry in dags["dags"]]
     dags["import_errors"] = [reduce_import_error(entry) for entry in dags["import_errors"]]
@@ -139,8 +147,9 @@ def parse_dag_folder(
         datasets=result["datasets"],
         airflow_version=result["airflow_version"],
         files=int(result["files"]),
-        lines=_lines(root, result["paths"]),
+        lines=_Lines(root, result["paths"]),
         lossiness=tuple(_records(result, paused is not None)),
+        timings=dict(result.get("timings") or {}),
     )
 
 
@@ -158,7 +167,7 @@ def _as_captured(entry: dict[str, Any]) -> dict[str, Any]:
 
 def _budget(root: Path, timeout: float | None, workers: int) -> float:
     """A bound on the whole parse: every file at its deadline, ``workers`` at a time."""
-    per_file = (timeout if timeout is not None else 30.0) * 1.1 + 1.0
+    per_file = (timeout if timeout is not None else 30.0) * 1.2 + 5.0
     count = sum(1 for _ in root.rglob("*") if _.suffix in (".py", ".zip"))
     return per_file * (count // max(1, workers) + 1)
 
@@ -208,24 +217,44 @@ def _records(result: Mapping[str, Any], baseline_paused: bool) -> list[Lossiness
     return records
 
 
-def _lines(root: Path, paths: Mapping[str, str]) -> dict[str, int]:
-    """Where each DAG is defined, read from its file: a ``DAG(...)`` call naming it (by its first
-    argument or ``dag_id=``), a ``@dag`` function (its ``dag_id=`` or its name) or an ``@asset``
-    one. Best effort: a DAG whose id is computed, or that lies in a zip file, has no line."""
-    found: dict[str, int] = {}
-    by_file: dict[str, list[str]] = {}
-    for dag_id, relative in paths.items():
-        by_file.setdefault(relative, []).append(dag_id)
-    for relative, dag_ids in by_file.items():
-        try:
-            tree = ast.parse((root / relative).read_bytes())
-        except (OSError, SyntaxError, ValueError):
-            continue
-        defined = _definitions(tree)
-        for dag_id in dag_ids:
-            if dag_id in defined:
-                found[dag_id] = defined[dag_id]
-    return found
+class _Lines(Mapping[str, int]):
+    """Where each DAG is defined, read from its file when first asked (a file's parse costs about a
+    millisecond, and SARIF asks for a few): a ``DAG(...)`` call naming it (by its first argument or
+    ``dag_id=``), a ``@dag`` function (its ``dag_id=`` or its name) or an ``@asset`` one. Best
+    effort: a DAG whose id is computed, or that lies in a zip file, has no line."""
+
+    def __init__(self, root: Path, paths: Mapping[str, str]) -> None:
+        self._root = root
+        self._paths = dict(paths)
+        self._files: dict[str, dict[str, int]] = {}
+
+    def _defined(self, relative: str) -> dict[str, int]:
+        if relative not in self._files:
+            try:
+                self._files[relative] = _definitions(ast.parse((self._root / relative).read_bytes()))
+            except (OSError, SyntaxError, ValueError):
+                self._files[relative] = {}
+        return self._files[relative]
+
+    def __getitem__(self, dag_id: str) -> int:
+        relative = self._paths.get(dag_id)
+        line = self._defined(relative).get(dag_id) if relative is not None else None
+        if line is None:
+            raise KeyError(dag_id)
+        return line
+
+    def __iter__(self) -> Iterator[str]:
+        return (dag_id for dag_id in self._paths if dag_id in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, dag_id: object) -> bool:
+        relative = self._paths.get(dag_id) if isinstance(dag_id, str) else None
+        return relative is not None and dag_id in self._defined(relative)
+
+    def __repr__(self) -> str:
+        return f"_Lines({dict(self)!r})"
 
 
 def _literal(node: ast.AST | None) -> str | None:

@@ -169,3 +169,14 @@ def test_deployed_root_names_the_files_where_the_deployment_has_them(tmp_path) -
 def test_a_folder_that_is_not_there_is_one_clear_error(tmp_path) -> None:
     with pytest.raises(DagFolderError, match="is not a directory"):
         parse_dag_folder(tmp_path / "missing")
+
+
+def test_airflowignore_in_regexp_syntax_is_read_as_airflow_reads_it(tmp_path, monkeypatch) -> None:
+    """``[core] dag_ignore_file_syntax = regexp``: each line a regular expression over the path."""
+    (tmp_path / "kept.py").write_text(dag_file("kept"))
+    (tmp_path / "scratch_one.py").write_text(dag_file("scratch_one", "raise RuntimeError('parsed')"))
+    (tmp_path / ".airflowignore").write_text("scratch_.*\n")
+    monkeypatch.setenv("AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX", "regexp")
+    artifacts = parse_dag_folder(tmp_path, timeout=20)
+    assert [d["dag_id"] for d in artifacts.dags["dags"]] == ["kept"]
+    assert (artifacts.files, artifacts.dags["import_errors"]) == (1, [])

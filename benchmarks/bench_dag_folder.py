@@ -1,0 +1,247 @@
+"""The DAG-folder parse (``parse_dag_folder``) against Airflow's single-process ``DagBag`` of the same files.
+
+Run: python benchmarks/bench_dag_folder.py [--files 500] [--repeat 3] [--workers N]
+
+Generates a folder of N DAG files, a realistic mix: most build their tasks from
+``airflow.providers.standard`` operators (Bash, Python, Empty), a fifth use TaskFlow (``@task``),
+a tenth are scheduled on the assets others produce, and a third import a helper package under
+``include/``. Both sides run end to end in a fresh interpreter, Airflow's import included: the
+DagBag as ``python -c "DagBag(folder)"`` (its parse alone, without the import, is printed too),
+and ``parse_dag_folder`` as the provider runs it (its parse server, forked children, the
+serialization and the mapping to the REST shapes, which the DagBag does not do). Medians of
+``--repeat`` rounds, the two sides alternating; the goal on 2 cores: a ratio of at most 0.8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+CLASSIC = """\
+from datetime import datetime
+
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import DAG, Asset
+{helper_import}
+
+def _transform(**context):
+    return {n}
+
+
+with DAG(
+    dag_id="classic_{n}",
+    description="Loads batch {n}",
+    schedule="{minute} * * * *",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    default_args={{"owner": "team-{team}", "retries": 1}},
+    tags=["generated", "team-{team}"],
+):
+    start = EmptyOperator(task_id="start")
+    extract = BashOperator(task_id="extract", bash_command="echo extract {n}")
+    transform = PythonOperator(task_id="transform", python_callable=_transform)
+    load = BashOperator(task_id="load", bash_command="echo load", outlets=[Asset({asset})])
+    start >> extract >> transform >> load
+"""
+
+TASKFLOW = """\
+from datetime import datetime
+
+from airflow.sdk import Asset, dag, task
+
+
+@dag(
+    dag_id="taskflow_{n}",
+    schedule="@daily",
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    default_args={{"owner": "team-{team}"}},
+    tags=["generated"],
+)
+def pipeline():
+    @task
+    def fetch() -> list[int]:
+        return list(range(3))
+
+    @task(outlets=[Asset("s3://bench/taskflow/{n}")])
+    def store(rows: list[int]) -> int:
+        return len(rows)
+
+    store(fetch())
+
+
+pipeline()
+"""
+
+CONSUMER = """\
+from datetime import datetime
+
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.sdk import DAG, Asset
+
+with DAG(
+    dag_id="consumer_{n}",
+    schedule=[Asset("s3://bench/classic/{upstream}")],
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    default_args={{"owner": "team-{team}"}},
+):
+    EmptyOperator(task_id="report")
+"""
+
+HELPER = '''\
+"""Naming shared by the generated DAGs."""
+
+
+def table_uri(n: int) -> str:
+    return f"s3://bench/classic/{n}"
+'''
+
+
+def generate(folder: Path, files: int) -> None:
+    (folder / "include").mkdir(parents=True)
+    (folder / "include" / "__init__.py").write_text("")
+    (folder / "include" / "naming.py").write_text(HELPER)
+    for n in range(files):
+        team = n % 7
+        if n % 10 == 9:
+            text = CONSUMER.format(n=n, upstream=max(0, n - 9), team=team)
+        elif n % 5 == 3:
+            text = TASKFLOW.format(n=n, team=team)
+        elif n % 3 == 0:
+            text = CLASSIC.format(
+                n=n,
+                team=team,
+                minute=n % 60,
+                helper_import="from include.naming import table_uri",
+                asset=f"table_uri({n})",
+            )
+        else:
+            text = CLASSIC.format(
+                n=n, team=team, minute=n % 60, helper_import="", asset=f'"s3://bench/classic/{n}"'
+            )
+        sub = folder / f"team_{team}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"dag_{n:04d}.py").write_text(text)
+
+
+DAGBAG = textwrap.dedent(
+    """
+    import sys, time
+    started = time.perf_counter()
+    try:
+        from airflow.dag_processing.dagbag import DagBag
+    except ImportError:
+        from airflow.models.dagbag import DagBag
+    imported = time.perf_counter()
+    sys.path.insert(0, sys.argv[1])  # as Airflow puts the DAG folder on the path: include/ imports
+    old = "include_examples" in DagBag.__init__.__code__.co_varnames  # Airflow 3.0
+    bag = DagBag(sys.argv[1], include_examples=False) if old else DagBag(sys.argv[1])
+    done = time.perf_counter()
+    try:  # what the dag-processor adds to each file's parse: every DAG serialized (not timed above)
+        from airflow.serialization.serialized_objects import DagSerialization as serializer
+    except ImportError:
+        from airflow.serialization.serialized_objects import SerializedDAG as serializer
+    for dag in bag.dags.values():
+        serializer.to_dict(dag)
+    serialized = time.perf_counter()
+    print(len(bag.dags), len(bag.import_errors), done - imported, serialized - done)
+    """
+)
+
+FOLDER = textwrap.dedent(
+    """
+    import sys
+    from airflow_provider_coremodels.capture.dag_folder import parse_dag_folder
+    workers = int(sys.argv[2]) or None
+    result = parse_dag_folder(sys.argv[1], workers=workers)
+    t = result.timings
+    phases = (t["start"], t["warm_up"], t["files"], t["map"])
+    print(len(result.dags["dags"]), len(result.dags["import_errors"]), *phases)
+    """
+)
+
+
+def run(code: str, *args: str) -> tuple[float, list[str]]:
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = result.stdout.strip().splitlines()  # Airflow logs to stdout too: the figures are the last line
+    return time.perf_counter() - started, lines[-1].split() if lines else []
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=0, help="parse_dag_folder's workers (0: the cores)")
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory(prefix="coremodels-bench-dags-") as home,
+        tempfile.TemporaryDirectory(prefix="coremodels-bench-folder-") as scratch,
+    ):
+        os.environ.setdefault("AIRFLOW_HOME", home)
+        os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+        folder = Path(scratch) / "dags"
+        generate(folder, args.files)
+        run(DAGBAG, str(folder))  # warm the file cache and Python's bytecode caches of both sides
+        bag_times, bag_parse, bag_serialize, folder_times, phases = [], [], [], [], []
+        for round_number in range(args.repeat):
+            order = ("bag", "folder") if round_number % 2 == 0 else ("folder", "bag")
+            for side in order:
+                if side == "bag":
+                    elapsed, out = run(DAGBAG, str(folder))
+                    bag_times.append(elapsed)
+                    bag_parse.append(float(out[2]))
+                    bag_serialize.append(float(out[3]))
+                    bag_counts = out[:2]
+                else:
+                    elapsed, out = run(FOLDER, str(folder), str(args.workers))
+                    folder_times.append(elapsed)
+                    folder_counts = out[:2]
+                    phases.append([float(x) for x in out[2:6]])
+        assert bag_counts == folder_counts, (
+            f"the two parses differ: DagBag {bag_counts}, folder {folder_counts}"
+        )
+        bag, parse, ours = (statistics.median(t) for t in (bag_times, bag_parse, folder_times))
+        serialize = statistics.median(bag_serialize)
+        cores = os.cpu_count()
+        print(f"{args.files} files, {bag_counts[0]} DAGs, {bag_counts[1]} import errors; {cores} cores")
+        print("| side | median s |")
+        print("|---|---|")
+        print(
+            "| DagBag(folder), one process, Airflow's import included (not its serialization) | "
+            f"{bag - serialize:.2f} |"
+        )
+        print(f"| DagBag(folder), its parse alone | {parse:.2f} |")
+        print(
+            "| ... and every DAG serialized after it, as the dag-processor does (one process) | "
+            f"{serialize:.2f} |"
+        )
+        print(f"| parse_dag_folder (parse server, forked children, REST shapes) | {ours:.2f} |")
+        start, warm, files, mapping = (statistics.median(p[i] for p in phases) for i in range(4))
+        print(
+            f"| ... of which the parse server's start (Airflow's import) {start:.2f}, warm-up {warm:.2f}, "
+            f"files {files:.2f}, mapping {mapping:.2f} | |"
+        )
+        print(f"ratio parse_dag_folder / DagBag: {ours / (bag - serialize):.2f} (goal <= 0.8 on 2 cores)")
+        print(f"ratio parse_dag_folder / DagBag and serialization: {ours / bag:.2f}")
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
