@@ -155,13 +155,20 @@ def parse_dag_folder(
 
 def _as_captured(entry: dict[str, Any]) -> dict[str, Any]:
     """A DAG with what the capture adds from its details, where the capture asks for them: the
-    condition of a DAG scheduled on assets, the ``doc_md`` of one without a description."""
-    dag = {key: value for key, value in entry.items() if key not in ("asset_expression", "doc_md")}
-    if scheduled_on_assets(entry):
+    condition of a DAG scheduled on assets, the ``doc_md`` of one without a description, and the
+    ``owner_links`` of either (the details carry them, asked for or not)."""
+    detailed = ("asset_expression", "doc_md", "owner_links")
+    dag = {key: value for key, value in entry.items() if key not in detailed}
+    on_assets = scheduled_on_assets(entry)
+    if on_assets:
         dag["asset_expression"] = entry.get("asset_expression")
     description = entry.get("description")
-    if not (isinstance(description, str) and description.strip()):
+    undescribed = not (isinstance(description, str) and description.strip())
+    if undescribed:
         dag["doc_md"] = entry.get("doc_md")
+    links = entry.get("owner_links")
+    if (on_assets or undescribed) and isinstance(links, dict) and links:
+        dag["owner_links"] = links
     return dag
 
 
