@@ -11,7 +11,8 @@ audited alike (the same rules, waivers and freshness time), and the document gai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,14 +140,37 @@ def check_folder(check: FolderCheck) -> FolderResult:
         now.findings,
         bundle=check.bundle,
         baseline=stored.fingerprint if stored is not None else None,
-        lines={target.dag_id(dag_id): line for dag_id, line in artifacts.lines.items()},
     )
+    change = dataclasses.replace(change, lines=_defined_at(change, after, artifacts.lines, target))
     build: dict[str, Any] = {"lean": True}
     if check.max_snapshot_bytes is not None:
         build["max_snapshot_bytes"] = check.max_snapshot_bytes
     document = build_document(after, now, **build)
     document["change"] = change_json(change)
     return FolderResult(document, change)
+
+
+def _defined_at(change: Change, after: Estate, lines: Mapping[str, int], target: Target) -> dict[str, int]:
+    """Where each parsed DAG that an opened finding is about is defined (``dag_id``, the DAG of a
+    ``dag_id.task_id``, or an asset's producers and consumers): what SARIF points the opened
+    findings at. Only those DAGs' files are read."""
+    touching: dict[str, list[str]] = {}
+    for edge in after.lineage:
+        if not edge.dag_link:
+            touching.setdefault(edge.asset, []).append(edge.dag_id)
+    wanted: dict[str, str] = {}  # dag_id as the folder names it -> as the estate does
+    for finding in change.opened:
+        for identity in touching.get(finding.subject, ()):
+            if target.parsed_id(identity) in lines:
+                wanted[target.parsed_id(identity)] = identity
+        subject = finding.subject
+        while subject:
+            parsed = target.parsed_id(subject)
+            if parsed in lines:
+                wanted[parsed] = subject
+                break
+            subject = subject.rpartition(".")[0]
+    return {identity: lines[parsed] for parsed, identity in wanted.items()}
 
 
 def _target(baseline: Estate | None, bundle: str, deployment: str | None) -> Target:

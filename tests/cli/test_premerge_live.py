@@ -229,6 +229,15 @@ def test_a_new_dag_that_breaks_the_team_rules(estate, tmp_path: Path) -> None:
     assert new["metadata"]["airflow.paused"] == "true"  # as [core] dags_are_paused_at_creation says
     kept = next(d for d in document["datasets"] if d["identity"] == "load_orders")
     assert kept["metadata"]["airflow.paused"] == "false"  # as the deployment has it
+    sarif = check(folder, "--bundle", "orders", "--baseline", str(estate["sink"]), "--rules", str(rules),
+                  "--format", "sarif", "--source-root", "dags")  # fmt: skip
+    results = json.loads(sarif.stdout)["runs"][0]["results"]
+    new_rule = next(r for r in results if r["properties"]["subject"] == "adhoc_export")
+    assert new_rule["properties"]["change"] == "opened"
+    assert new_rule["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "dags/adhoc.py"},
+        "region": {"startLine": 3},  # the line of its DAG(...) call: code scanning marks the diff there
+    }
 
 
 def test_a_file_that_hangs_or_exits_is_its_own_import_error(estate, tmp_path: Path) -> None:
