@@ -14,7 +14,10 @@ What each Airflow version tells:
   was not updated since ``T``, which judges it only when that alone is already too old.
 - Airflow 3.0+: the DAGs whose latest run failed, from ``GET /dags?last_dag_run_state=failed``,
   ride along in the dags artifact as ``failed_latest_run`` (a list of dag_ids).
-- Every DAG object: ``next_dagrun_run_after`` and, from Airflow 3.2, ``timetable_partitioned``.
+- Every DAG object: ``next_dagrun_run_after`` and, from Airflow 3.2, ``timetable_partitioned``
+  (with ``timetable_summary`` its cadence where the timetable states one: a ``CronPartitionTimetable``'s
+  summary is its cron, presets expanded, ``0 * * * *``; a ``PartitionedAssetTimetable``'s is
+  ``Partitioned Asset``, no cadence).
 """
 
 from __future__ import annotations
@@ -182,6 +185,7 @@ def status_json(status: FreshnessStatus) -> dict[str, Any]:
         "judgedAt": status.judged_at,
         "tolerance": status.tolerance,
         "judged": status.judged,
+        "partitionedJudged": status.partitioned_judged,
         "notJudged": dict(status.unjudged),
         "reason": status.reason,
     }
@@ -232,6 +236,9 @@ DEFAULT_TOLERANCE = defaults.STALE_TOLERANCE
 #: A DAG tag that sets the tolerance for the assets that DAG produces: ``coremodels:stale-tolerance=3``.
 TOLERANCE_TAG = "coremodels:stale-tolerance="
 
+#: What an asset-stale detail says when a producer is partitioned: the age is the asset's, not a partition's.
+_PER_ASSET = "judged per asset (its newest event), not per partition"
+
 #: How far past its due time an unpaused DAG's next run is "well past" when its cadence is unknown.
 _OVERDUE_WITHOUT_CADENCE = 3600.0
 
@@ -241,7 +248,9 @@ class FreshnessStatus:
     """How the freshness rules went: when they judged, with what tolerance, and what they could not.
 
     ``judged_at`` is None when nothing was judged (``reason`` says why); ``unjudged`` counts the
-    assets with active consumers the rules could not judge, by reason.
+    assets with active consumers the rules could not judge, by reason; ``partitioned_judged``
+    counts the judged assets with a partitioned producer, judged as a whole (the asset's newest
+    event, whichever partition it was of), never per partition.
     """
 
     judged_at: str | None
@@ -249,6 +258,7 @@ class FreshnessStatus:
     judged: int = 0
     unjudged: Mapping[str, int] = field(default_factory=dict)
     reason: str | None = None
+    partitioned_judged: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +296,7 @@ def judge(
             None, pace, reason="the capture did not say when assets were updated or how runs ended"
         )
     findings: list[Finding] = []
-    judged = 0
+    judged = partitioned_judged = 0
     unjudged: dict[str, int] = {}
     for asset in estate.datasets:
         if asset.materialization != ASSET or asset.metadata.get("airflow.watched") == "true":
@@ -307,9 +317,12 @@ def judge(
             findings.append(stale)
         if why_not is None:
             judged += 1
+            partitioned_judged += any(p in facts.partitioned for p in active)
         else:
             unjudged[why_not] = unjudged.get(why_not, 0) + 1
-    return findings, FreshnessStatus(format_time(now), pace, judged, dict(sorted(unjudged.items())))
+    return findings, FreshnessStatus(
+        format_time(now), pace, judged, dict(sorted(unjudged.items())), partitioned_judged=partitioned_judged
+    )
 
 
 def _producer_failing(
@@ -346,14 +359,20 @@ def _asset_stale(
     tolerance: float,
     note: Callable[[str, list[str]], str],
 ) -> tuple[Finding | None, str | None]:
-    """The finding, or None; and why the asset could not be judged (None when it was)."""
-    if any(p in facts.partitioned for p in active):
-        return None, "partitioned producer"
+    """The finding, or None; and why the asset could not be judged (None when it was).
+
+    A partitioned producer (``CronPartitionTimetable``: its summary is its cron) is weighed by its
+    cadence like any other, against the asset's newest event, whichever partition that was of: the
+    judgement is of the asset as a whole, never per partition, and the detail says so. One whose
+    timetable states no cadence (``Partitioned Asset``) leaves the asset "partitioned producer"
+    when no other active producer has one.
+    """
+    partitioned = [p for p in active if p in facts.partitioned]
     own = positive_number(_number_or_none(asset.metadata.get(STALE_TOLERANCE_KEY)))
     producers = [_producer(dags[p], tolerance, own) for p in active]
     known = [p for p in producers if p.allowed is not None]
     if not known:
-        return None, "cadence unknown"
+        return None, "partitioned producer" if partitioned else "cadence unknown"
     bound = min(known, key=lambda p: p.allowed or 0.0)  # the most frequent producer sets the pace
     allowed = bound.allowed or 0.0
     updates = facts.asset_updates
@@ -386,8 +405,9 @@ def _asset_stale(
     if age <= allowed:
         return None, None
     pace = f"{bound.dag_id} runs {bound.cadence.text}, tolerance {_number(bound.tolerance)}"
+    whole = f"{_PER_ASSET} (partitioned: {', '.join(partitioned)}); " if partitioned else ""
     detail = (
-        f"{said}; allowed {format_duration(allowed)} ({pace}); "
+        f"{said}; allowed {format_duration(allowed)} ({pace}); {whole}"
         f"producers: {', '.join(active)}; active consumers: {', '.join(consumers)}"
     )
     overdue = _overdue(producers, facts, now)

@@ -254,7 +254,8 @@ class Freshness:
     updated since then, and may have been before. ``asset_created``: when each asset was
     registered, which ages one never updated. ``failed_latest_run``: the DAGs whose latest run
     failed, or None when unknown. ``next_run_after``: when each scheduled DAG runs next.
-    ``partitioned``: DAGs on partitioned timetables, whose assets cannot be judged as a whole.
+    ``partitioned``: DAGs on partitioned timetables; their assets are judged as a whole (the newest
+    event of any partition) where the timetable states a cadence, never per partition.
     ``judged_at`` and ``tolerance``: how a stored document was judged, so that its re-audit
     judges the same way unless told otherwise (None for a fresh capture).
     """

@@ -198,11 +198,17 @@ def freshness_line(document: Mapping[str, Any]) -> str | None:
         f.get("code") for f in (findings if isinstance(findings, list) else []) if isinstance(f, Mapping)
     )
     judged = part.get("judged") if isinstance(part.get("judged"), int) else 0
+    partitioned = part.get("partitionedJudged")
+    whole = (
+        f" ({partitioned} with partitioned producers: per asset, not per partition)"
+        if isinstance(partitioned, int) and not isinstance(partitioned, bool) and partitioned > 0
+        else ""
+    )
     tolerance = part.get("tolerance")
     line = (
         f"freshness at {part['judgedAt']}"
         + (f" (tolerance {tolerance:g})" if isinstance(tolerance, (int, float)) else "")
-        + f": {judged} asset{'' if judged == 1 else 's'} judged, "
+        + f": {judged} asset{'' if judged == 1 else 's'} judged{whole}, "
         f"{codes['asset-stale']} stale, {codes['producer-failing']} with failing producers"
     )
     unjudged = part.get("notJudged")

@@ -403,6 +403,42 @@ def test_watched_assets(line: str, scenario: str) -> None:
             assert any(uri in message for message in records), (uri, records)
 
 
+# Per line: the assets of the example DAGs on CronPartitionTimetable(hourly) (timetable_partitioned,
+# timetable_summary "0 * * * *" / "15 * * * *" / "30 * * * *"), and how many assets keep only
+# producers on a partitioned timetable that states no cadence ("Partitioned Asset").
+HOURLY_PARTITIONED = {
+    "3.2.2": (
+        ["file://incoming/player-stats/team_a.csv", "file://incoming/player-stats/team_b.csv",
+         "file://incoming/player-stats/team_c.csv", "file://incoming/sales/regional.csv"],
+        1,
+    ),
+    "3.3.2": (
+        ["file://incoming/player-stats/team_a.csv", "file://incoming/player-stats/team_b.csv",
+         "file://incoming/player-stats/team_c.csv"],
+        2,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("line", sorted(HOURLY_PARTITIONED))
+def test_partitioned_producers_are_judged_by_their_stated_cadence(line: str) -> None:
+    """Issue 35, item 3: a partitioned producer whose timetable states a cadence (its summary is its
+    cron) is judged like any other, per asset; one that states none is still counted not judged."""
+    from datetime import datetime, timezone
+
+    hourly, without_cadence = HOURLY_PARTITIONED[line]
+    replay = replayed(line, "examples")
+    part = replay.document["freshness"]
+    assert part["notJudged"].get("partitioned producer") == without_cadence
+    assert part["partitionedJudged"] >= len(hourly)
+    assert not [f for f in replay.document["findings"] if f["code"] == "asset-stale"]  # just registered
+    later = audit(replay.estate, now=datetime(2026, 12, 2, 20, tzinfo=timezone.utc))
+    stale = {f.subject: f.detail or "" for f in later.findings if f.code == "asset-stale"}
+    assert sorted(stale) == hourly
+    for detail in stale.values():
+        assert "runs hourly, tolerance 2); judged per asset (its newest event), not per partition" in detail
+
+
 # --------------------------------------------------------------------------- the raw fields
 
 

@@ -13,6 +13,7 @@ from support.helpers import artifact_paths, as_served
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
 from airflow_provider_coremodels.core.model import Freshness
+from airflow_provider_coremodels.core.render import freshness_line as render_freshness_line
 
 DAGS = {
     "dags": [
@@ -139,6 +140,9 @@ def estate_of(*, dags: list[dict], assets: list[dict], failed: list[str] | None 
     return parse_artifacts(json.dumps(dags_doc), None, json.dumps(datasets_doc))
 
 
+ON_ASSETS = "Triggered by assets"  # the timetable_description of a DAG scheduled on assets
+
+
 def dag(dag_id: str, schedule: str | None = "0 5 * * *", **keys: object) -> dict:
     return {"dag_id": dag_id, "is_paused": False, "timetable_summary": schedule, **keys}
 
@@ -219,7 +223,13 @@ def test_the_most_frequent_producer_sets_the_pace() -> None:
     [
         pytest.param(dag("load", "Asset"), {}, "cadence unknown", id="asset-triggered"),
         pytest.param(dag("load", None), {}, "cadence unknown", id="manual"),
-        pytest.param(dag("load", timetable_partitioned=True), {}, "partitioned producer", id="partitioned"),
+        # a PartitionedAssetTimetable, as Airflow 3.2 and 3.3 list it (fixtures/versions/*/examples)
+        pytest.param(
+            dag("load", "Partitioned Asset", timetable_partitioned=True, timetable_description=ON_ASSETS),
+            {},
+            "partitioned producer",
+            id="partitioned-on-assets",
+        ),
     ],
 )
 def test_what_cannot_be_judged_is_counted_not_guessed(producer: dict, keys: dict, reason: str) -> None:
@@ -230,6 +240,136 @@ def test_what_cannot_be_judged_is_counted_not_guessed(producer: dict, keys: dict
     result = audit(estate, now=NOW)
     assert [f.code for f in result.findings if f.section == "Freshness"] == []
     assert result.freshness.unjudged == {reason: 1}
+
+
+# -- partitioned producers (issue 35, item 3) ---------------------------------------------------
+
+# A CronPartitionTimetable DAG as Airflow 3.2 and 3.3 list it (GET /dags, recorded in
+# tests/fixtures/versions/3.3.2/examples.json.gz: ingest_team_a_player_stats, team_b_player_stats):
+# its summary is its cron, presets expanded; PartitionedAtRuntime is not "partitioned" there.
+HOURLY_PARTITIONS = {"timetable_partitioned": True, "timetable_description": "Every hour"}
+PER_ASSET = "judged per asset (its newest event), not per partition"
+PLAIN_LINE = (
+    "freshness at 2026-12-01T06:00:00Z (tolerance 2): 3 assets judged, 0 stale, 0 with failing producers"
+)
+
+
+def partitioned(schedule: str, **keys: object) -> dict:
+    """A producer ``ingest`` on a partitioned timetable whose summary is ``schedule``."""
+    return dag("ingest", schedule, timetable_partitioned=True, **keys)
+
+
+@pytest.mark.parametrize(
+    ("producers", "last", "stale", "unjudged"),
+    [
+        pytest.param([partitioned("0 * * * *")], "2026-12-01T02:00:00Z", True, {}, id="hourly-stale"),
+        pytest.param([partitioned("0 * * * *")], "2026-12-01T05:00:00Z", False, {}, id="hourly-fresh"),
+        pytest.param([partitioned("15 * * * *")], "2026-12-01T03:30:00Z", True, {}, id="past-the-hour"),
+        pytest.param([partitioned("0 0 * * 1")], "2026-11-20T00:00:00Z", False, {}, id="weekly"),
+        pytest.param(
+            [partitioned("Partitioned Asset")],
+            "2026-01-01T00:00:00Z",
+            False,
+            {"partitioned producer": 1},
+            id="no-cadence-not-judged",
+        ),
+        pytest.param(
+            [partitioned("PartitionTimetable")],
+            "2026-01-01T00:00:00Z",
+            False,
+            {"partitioned producer": 1},
+            id="custom-summary-not-judged",
+        ),
+        pytest.param(
+            [partitioned("Partitioned Asset"), dag("daily")],
+            "2026-11-28T05:00:00Z",
+            True,
+            {},
+            id="another-producer-sets-the-pace",
+        ),
+    ],
+)
+def test_a_partitioned_producer_is_judged_by_the_cadence_its_timetable_states(
+    producers: list[dict], last: str, stale: bool, unjudged: dict
+) -> None:
+    """Before: every asset with a partitioned producer was "not judged", an hourly cron included.
+    Now its cadence counts like any other's, against the asset's newest event; only a partitioned
+    timetable that states none (or one this version cannot read) is still not judged, and says why."""
+    ids = [p["dag_id"] for p in producers]
+    estate = estate_of(
+        dags=[*producers, dag("report", "Asset")],
+        assets=[asset("s3://lake/stats", ids, ["report"], last)],
+    )
+    result = audit(estate, now=NOW)
+    stale_findings = [f for f in result.findings if f.code == "asset-stale"]
+    assert bool(stale_findings) is stale
+    assert result.freshness.unjudged == unjudged
+    assert result.freshness.judged == (0 if unjudged else 1)
+    assert result.freshness.partitioned_judged == (0 if unjudged else 1)
+    for finding in stale_findings:
+        assert finding.detail is not None
+        assert f"; {PER_ASSET} (partitioned: ingest); " in finding.detail
+
+
+def test_a_stale_hourly_partitioned_asset_says_it_is_judged_per_asset() -> None:
+    estate = estate_of(
+        dags=[
+            dag("ingest", "0 * * * *", next_dagrun_run_after="2026-12-01T03:00:00Z", **HOURLY_PARTITIONS),
+            dag("report", "Asset"),
+        ],
+        assets=[asset("s3://lake/stats", ["ingest"], ["report"], "2026-12-01T02:00:00Z")],
+        captured_at="2026-12-01T06:00:00Z",
+    )
+    assert fresh_findings(estate) == [
+        (
+            "asset-stale",
+            "s3://lake/stats",
+            "last update 4 hours ago (2026-12-01T02:00:00Z); allowed 2 hours (ingest runs hourly, "
+            "tolerance 2); judged per asset (its newest event), not per partition (partitioned: ingest); "
+            "producers: ingest; active consumers: report; overdue: ingest (next run due 3 hours ago)",
+        )
+    ]
+    document = build_document(estate, audit(estate))
+    assert document["freshness"]["partitionedJudged"] == 1
+    assert document["freshness"]["partitioned"] == ["ingest"]
+    assert render_freshness_line(document) == (
+        "freshness at 2026-12-01T06:00:00Z (tolerance 2): 1 asset judged "
+        "(1 with partitioned producers: per asset, not per partition), 1 stale, 0 with failing producers"
+    )
+    stored = load_document(json.dumps(document)).estate
+    assert stored is not None and build_document(stored, audit(stored))["findings"] == document["findings"]
+
+
+@pytest.mark.parametrize(
+    ("part", "line"),
+    [
+        pytest.param(
+            {"judgedAt": "2026-12-01T06:00:00Z", "tolerance": 2.0, "judged": 3, "partitionedJudged": 2,
+             "notJudged": {"partitioned producer": 1}},
+            "freshness at 2026-12-01T06:00:00Z (tolerance 2): 3 assets judged (2 with partitioned producers: "
+            "per asset, not per partition), 0 stale, 0 with failing producers; 1 not judged "
+            "(partitioned producer: 1)",
+            id="some-partitioned",
+        ),
+        pytest.param(
+            {"judgedAt": "2026-12-01T06:00:00Z", "tolerance": 2.0, "judged": 3, "partitionedJudged": 0},
+            PLAIN_LINE,
+            id="none-partitioned",
+        ),
+        pytest.param(
+            {"judgedAt": "2026-12-01T06:00:00Z", "tolerance": 2.0, "judged": 3},
+            PLAIN_LINE,
+            id="stored-before-the-count",
+        ),
+        pytest.param(
+            {"judgedAt": "2026-12-01T06:00:00Z", "tolerance": 2.0, "judged": 3, "partitionedJudged": "2"},
+            PLAIN_LINE,
+            id="damaged-count-ignored",
+        ),
+    ],
+)  # fmt: skip
+def test_the_freshness_line_says_partitioned_assets_are_judged_per_asset(part: dict, line: str) -> None:
+    assert render_freshness_line({"freshness": part, "findings": []}) == line
 
 
 def test_a_watched_asset_is_never_stale() -> None:
