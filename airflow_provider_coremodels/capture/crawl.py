@@ -266,7 +266,14 @@ class _Crawl:
             # Airflow keeps one warning per (DAG, type): a DAG may have an asset conflict and another
             warnings = _List("/dagWarnings", "dag_warnings", "dag_id", ("dag_id", "warning_type"))
             # the assets Airflow refused to activate hide from the default list (core/conflicts.py)
-            every_asset = _List("/assets", "assets", "id", "id", params={"only_active": "false"})
+            every_asset = _List(
+                "/assets",
+                "assets",
+                "id",
+                "id",
+                params={"only_active": "false"},
+                on_item=functools.partial(self._inactive_found, assets),
+            )
             # the DAGs whose latest run failed (freshness): one filtered list, not a request per DAG
             failed = _List(
                 "/dags", "dags", "dag_id", "dag_id", params={"last_dag_run_state": "failed"}, ids_only=True
@@ -339,7 +346,9 @@ class _Crawl:
                 datasets["asset_events"] = [
                     event for uri in sorted(self.events) for event in self.events[uri]
                 ]
-                datasets["inactive_assets"] = self._inactive(every_asset, assets)
+                inactive = self._inactive(every_asset, assets)
+                if inactive is not None:  # else the parse cannot tell "nothing written" from "not active yet"
+                    datasets["inactive_assets"] = inactive
                 if self.graph is not None:
                     datasets[DEPENDENCIES] = self.graph
                 elif self.graph_problem is not None:
@@ -405,21 +414,29 @@ class _Crawl:
             ordered.append(dag)
         return ordered
 
-    def _inactive(self, every: _List, active: _List) -> list[Any]:
+    def _inactive(self, every: _List, active: _List) -> list[Any] | None:
         """The assets of ``GET /assets?only_active=false`` that the default list lacks and some DAG
-        references: a refused twin shows only here until the scheduler warns of it."""
+        references or an alias reached: a refused twin shows only here until the scheduler warns of
+        it, and an asset written through an alias until the scheduler activates it. None when the
+        list could not be read."""
         if every.failure is not None:
             self.lossiness.append(
-                Lossiness("datasets", f"assets Airflow refused to activate unknown: {every.failure}")
+                Lossiness(
+                    "datasets",
+                    "assets Airflow refused to activate, or has not activated yet (written through an "
+                    f"alias), unknown: {every.failure}",
+                )
             )
-            return []
+            return None
         ids = {raw.get("id") for raw in active.items.values() if isinstance(raw, dict)}
         return [
             raw
             for asset_id, raw in every.items.items()
             if isinstance(raw, dict)
             and asset_id not in ids
-            and any(raw.get(key) for key in ("producing_tasks", "scheduled_dags", "consuming_tasks"))
+            and any(
+                raw.get(key) for key in ("producing_tasks", "scheduled_dags", "consuming_tasks", "aliases")
+            )
         ]
 
     def _recent_events(self, listing: _List, since: str | None) -> dict[str, Any] | None:
@@ -689,6 +706,14 @@ class _Crawl:
         self.alias_assets += 1
         params = {"asset_id": asset_id, "limit": EVENTS_LIMIT, "order_by": "-timestamp"}
         self._later("events", uri, self.client.get_json, "/assets/events", params)
+
+    def _inactive_found(self, active: _List, raw: Any) -> None:
+        """An asset only ``only_active=false`` lists: one written through an alias before the scheduler
+        activated it gets its one page of events too (the active list is complete by now: this list
+        follows it), unless an active asset holds its URI (that one's lineage is the estate's)."""
+        if not isinstance(raw, dict) or raw.get("uri") in active.items:
+            return
+        self._asset_found(raw)
 
     def _details_done(self, key: tuple[str, tuple[str, ...]], future: Future[Any]) -> None:
         dag_id, wants = key

@@ -212,6 +212,77 @@ def test_an_alias_that_resolves_to_nothing_yet_is_lossiness_once() -> None:
     assert "resolves to no asset in the datasets artifact" in lossiness(document)[0][2]
 
 
+def not_active(uri: str = EXPORT, name: str = "export") -> dict[str, Any]:
+    """An asset an alias created at run time, as ``GET /assets?only_active=false`` shows it before
+    the scheduler's asset pass: no references, only the alias."""
+    return {**asset(uri, name), "id": 13, "aliases": [{"id": 1, "name": "daily_exports", "group": "asset"}]}
+
+
+def test_an_alias_written_before_the_scheduler_activates_its_assets_resolves_from_the_inactive_list() -> None:
+    """Before the scheduler's asset pass GET /assets lacks what the alias wrote; only_active=false and
+    the events show it: its assets and edges are known, and the record says they are not active yet,
+    never that nothing was written."""
+    second = "s3://lake/exports/2026-01-02"
+    document = audit_of(
+        [dag("exports_producer"), dag("exports_consumer", expression=ALIAS)],
+        [asset("s3://x", producing_tasks=["exports_producer"])],
+        asset_aliases=[{"id": 1, "name": "daily_exports", "group": "asset"}],
+        inactive_assets=[not_active(), not_active(second, "export_2")],
+        asset_events=[event("exports_producer"), {**event("exports_producer"), "uri": second}],
+    )
+    assert sorted(e for e in edges(document) if e[2]) == sorted(
+        [
+            ("dag:exports_consumer", f"asset:{EXPORT}", "alias:daily_exports"),
+            ("dag:exports_consumer", f"asset:{second}", "alias:daily_exports"),
+            (f"asset:{EXPORT}", "dag:exports_producer", "alias:daily_exports"),
+            (f"asset:{second}", "dag:exports_producer", "alias:daily_exports"),
+        ]
+    )
+    [(artifact, subject, message)] = lossiness(document)
+    assert (artifact, subject) == ("datasets", "daily_exports")
+    assert f"'{EXPORT}', '{second}'" in message and "GET /assets does not list yet" in message
+    assert "nothing has been written" not in message
+    assert findings(document, "asset-unproduced") == []
+
+
+def test_an_inactive_aliased_asset_without_events_says_its_writers_are_unknown() -> None:
+    document = audit_of(
+        [dag("exports_consumer", expression=ALIAS)],
+        [asset("s3://x", watchers=[])],  # an active asset: this API lists watchers
+        asset_aliases=[{"id": 1, "name": "daily_exports", "group": "asset"}],
+        inactive_assets=[not_active()],
+    )
+    assert edges(document) == [("dag:exports_consumer", f"asset:{EXPORT}", "alias:daily_exports")]
+    assert [r[:2] for r in lossiness(document)] == [("datasets", "daily_exports"), ("datasets", EXPORT)]
+    assert "no asset events were captured" in lossiness(document)[1][2]
+
+
+def test_an_inactive_aliased_asset_whose_name_is_taken_is_said_to_stay_inactive() -> None:
+    document = audit_of(
+        [dag("exports_producer")],
+        [asset("s3://other", "export", producing_tasks=["exports_producer"])],
+        asset_aliases=[{"id": 1, "name": "daily_exports", "group": "asset"}],
+        inactive_assets=[not_active()],
+        asset_events=[event("exports_producer")],
+    )
+    [(_, subject, message)] = lossiness(document)
+    assert subject == "daily_exports"
+    assert (
+        f"'{EXPORT}' will not be activated while its name belongs to the active asset 's3://other'" in message
+    )
+
+
+def test_without_the_inactive_list_an_unresolved_alias_does_not_claim_nothing_was_written() -> None:
+    """An artifact without inactive_assets cannot tell "nothing written" from "not active yet"."""
+    aliases = [{"id": 1, "name": "daily_exports", "group": "asset"}]
+    listed = audit_of([dag("c", expression=ALIAS)], [], asset_aliases=aliases, inactive_assets=[])
+    unlisted = audit_of([dag("c", expression=ALIAS)], [], asset_aliases=aliases)
+    assert "nothing has been written through it yet" in lossiness(listed)[0][2]
+    [(_, subject, message)] = lossiness(unlisted)
+    assert subject == "daily_exports"
+    assert "does not list the inactive assets" in message and "nothing has been written" not in message
+
+
 # -- 4. watchers ---------------------------------------------------------------------------
 
 
