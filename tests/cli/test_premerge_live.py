@@ -230,7 +230,7 @@ def test_a_new_dag_that_breaks_the_team_rules(estate, tmp_path: Path) -> None:
     kept = next(d for d in document["datasets"] if d["identity"] == "load_orders")
     assert kept["metadata"]["airflow.paused"] == "false"  # as the deployment has it
     sarif = check(folder, "--bundle", "orders", "--baseline", str(estate["sink"]), "--rules", str(rules),
-                  "--format", "sarif", "--source-root", "dags")  # fmt: skip
+                  "--format", "sarif", "--source-root", "orders=dags")  # fmt: skip
     results = json.loads(sarif.stdout)["runs"][0]["results"]
     new_rule = next(r for r in results if r["properties"]["subject"] == "adhoc_export")
     assert new_rule["properties"]["change"] == "opened"
