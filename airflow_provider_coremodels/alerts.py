@@ -28,7 +28,7 @@ from airflow_provider_coremodels.core.owner_links import owners_of
 from airflow_provider_coremodels.core.render import display_names
 from airflow_provider_coremodels.core.rules import SEVERITY_ORDER
 from airflow_provider_coremodels.errors import UsageError
-from airflow_provider_coremodels.redaction import SECRETS
+from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.export import ExportResult
@@ -108,9 +108,7 @@ def send_metrics(
                 sent += 1
         return sent
     except Exception as exc:  # metrics never cost the export anything
-        logger.error(
-            "CoreModels metrics could not be sent: %s", SECRETS.scrub(f"{type(exc).__name__}: {exc}")
-        )
+        logger.error("CoreModels metrics could not be sent: %s", _quoted(exc))
         return 0
 
 
@@ -261,15 +259,20 @@ def notify(
             outcomes["abandoned"].append(name)
         elif call.error is not None:
             exc = call.error
-            logger.error(
-                "CoreModels notifier %s failed: %s", name, SECRETS.scrub(f"{type(exc).__name__}: {exc}")
-            )
+            logger.error("CoreModels notifier %s failed: %s", name, _quoted(exc))
             outcomes["failed"].append(name)
         else:
             outcomes["sent"].append(name)
     notified = Notified(**{key: tuple(names) for key, names in outcomes.items()})
     logger.info("%s", notified.line(deadline))
     return notified
+
+
+def _quoted(exc: BaseException) -> str:
+    """An error as the log quotes it: the run's own secrets and credential-shaped text removed
+    (a notifier's error may quote its webhook URL or an SMTP server's answer); the task's logger is
+    Airflow's, which scrubs only what its masker was told."""
+    return scrub_credentials(SECRETS.scrub(f"{type(exc).__name__}: {exc}"))
 
 
 def as_notifiers(value: Any) -> Sequence[Any]:

@@ -188,6 +188,29 @@ def test_each_notifier_has_its_deadline_and_the_task_returns(
     assert task_log.lines() == said
 
 
+class Leaky:
+    """Fails quoting the credentials it was configured with, as a webhook or SMTP client's error may."""
+
+    def __init__(self, calls: Calls) -> None:
+        self.calls = calls
+
+    def __call__(self, context: dict[str, Any]) -> None:
+        self.calls.called("Leaky", context)
+        raise RuntimeError("POST https://hooks:s3cr3t-pw@chat.example.com/x refused; password=hunter22")
+
+
+def test_a_failing_notifier_s_quoted_credentials_never_reach_the_log(
+    replay: AirflowV1ReplayServer, calls: Calls, tmp_path: Path, task_log: TaskLog
+) -> None:
+    export(tmp_path, [Leaky(calls)], notifier_timeout=DEADLINE).execute({})  # type: ignore[arg-type]
+    (level, line), _ = task_log.lines()
+    assert level == "error" and line.startswith(
+        "CoreModels notifier Leaky failed: RuntimeError: POST https://"
+    )
+    assert "s3cr3t-pw" not in line and "hunter22" not in line
+    assert "chat.example.com" in line  # what failed is still named
+
+
 def test_a_notifier_within_its_deadline_is_waited_for(
     replay: AirflowV1ReplayServer, calls: Calls, tmp_path: Path, task_log: TaskLog
 ) -> None:
