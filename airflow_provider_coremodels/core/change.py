@@ -25,7 +25,10 @@ from airflow_provider_coremodels.core.merge import (
     CONSUMED_IN_KEY,
     DEPLOYMENT_KEY,
     PRODUCED_IN_KEY,
+    across_deployments,
+    merged_asset,
     merged_id,
+    renamed_edge,
 )
 from airflow_provider_coremodels.core.model import (
     DAG,
@@ -265,7 +268,7 @@ def splice(
     )
     running_edges.extend(at_run_time)
     running_edges.extend(_renamed(e, target) for e in parsed.lineage)
-    lineage = _resolved(running_edges, dags.keys(), merged)
+    lineage = _resolved(running_edges, dags.keys())
 
     named = {edge.asset for edge in lineage if not edge.dag_link}
     base_named: dict[str, set[str]] = defaultdict(set)
@@ -278,13 +281,14 @@ def splice(
         uri = asset.identity
         only_ours = bool(base_named.get(uri)) and base_named[uri] <= replaced
         if uri in parsed_assets:
-            assets[uri] = parsed_assets[uri] if only_ours else _united(asset, parsed_assets[uri])
+            assets[uri] = parsed_assets[uri] if only_ours else merged_asset(asset, parsed_assets[uri])
         elif uri in named or not only_ours:
             assets[uri] = asset
     for uri, asset in parsed_assets.items():
         assets.setdefault(uri, asset)
     if merged:
-        assets = _attributed(assets, lineage)
+        assets = {uri: _unattributed(asset) for uri, asset in assets.items()}
+        lineage = across_deployments(lineage, assets)
 
     lossiness = [r for r in baseline.lossiness if not _about(r.subject, replaced)]
     for record in parsed.lossiness:
@@ -350,13 +354,7 @@ def _placed(dag: Dataset, identity: str, before: Dataset | None, target: Target)
 
 
 def _renamed(edge: Edge, target: Target) -> Edge:
-    if target.deployment is None:
-        return edge
-    if edge.dag_link:
-        return Edge.link(target.dag_id(edge.dependent), target.dag_id(edge.depends_on), edge.via or "")
-    if edge.producing:
-        return Edge.produces(target.dag_id(edge.dag_id), edge.asset, via=edge.via)
-    return Edge.consumes(target.dag_id(edge.dag_id), edge.asset, via=edge.via)
+    return edge if target.deployment is None else renamed_edge(target.deployment, edge)
 
 
 def _renamed_record(record: Lossiness, target: Target) -> Lossiness:
@@ -369,56 +367,25 @@ def _renamed_record(record: Lossiness, target: Target) -> Lossiness:
     )
 
 
-def _resolved(edges: Iterable[Edge], dags: Iterable[str], merged: bool) -> list[Edge]:
-    """The edges, one per key, each ``external`` as the DAGs now say; in a merged estate, an
-    asset's edges cross deployments when its DAGs run in more than one."""
+def _resolved(edges: Iterable[Edge], dags: Iterable[str]) -> list[Edge]:
+    """The edges, one per key, each ``external`` as the DAGs now say (a DAG link's about the DAG
+    its task names) and none yet crossing deployments (``across_deployments`` says which do)."""
     known = set(dags)
     unique: dict[tuple[str, str, str, str], Edge] = {}
     for edge in edges:
-        ends = (edge.dependent, edge.depends_on) if edge.dag_link else (edge.dag_id,)
-        unique.setdefault(edge.key, dataclasses.replace(edge, external=not known.issuperset(ends)))
-    if not merged:
-        return list(unique.values())
-    where: dict[str, set[str]] = defaultdict(set)
-    for edge in unique.values():
-        if not edge.dag_link:
-            where[edge.asset].add(edge.dag_id.partition("/")[0])
-    return [
-        e if e.dag_link else dataclasses.replace(e, cross_deployment=len(where[e.asset]) > 1)
-        for e in unique.values()
-    ]
+        far = edge.link_target if edge.dag_link else edge.dag_id
+        unique.setdefault(
+            edge.key, dataclasses.replace(edge, external=far not in known, cross_deployment=False)
+        )
+    return list(unique.values())
 
 
-def _united(stored: Dataset, parsed: Dataset) -> Dataset:
-    """An asset other bundles name too: the stored one, with what the parsed code adds to it."""
-    metadata = {**parsed.metadata, **stored.metadata}
-    for key in ("airflow.aliases",):
-        values = {v for source in (stored, parsed) for v in source.metadata.get(key, "").split(",") if v}
-        if values:
-            metadata[key] = ",".join(sorted(values))
-    if "true" in (stored.metadata.get("airflow.watched"), parsed.metadata.get("airflow.watched")):
-        metadata["airflow.watched"] = "true"
-    return dataclasses.replace(stored, metadata=dict(sorted(metadata.items())))
-
-
-def _attributed(assets: dict[str, Dataset], lineage: Iterable[Edge]) -> dict[str, Dataset]:
-    """A merged estate's assets, each saying where its producers and consumers run once its
-    lineage spans deployments (``merge`` writes the same)."""
-    sides: dict[str, dict[bool, set[str]]] = defaultdict(lambda: {True: set(), False: set()})
-    for edge in lineage:
-        if not edge.dag_link:
-            sides[edge.asset][edge.producing].add(edge.dag_id.partition("/")[0])
-    out = {}
-    for uri, asset in assets.items():
-        metadata = {k: v for k, v in asset.metadata.items() if k not in (PRODUCED_IN_KEY, CONSUMED_IN_KEY)}
-        by = sides.get(uri)
-        if by is not None and len(by[True] | by[False]) > 1:
-            if by[True]:
-                metadata[PRODUCED_IN_KEY] = ",".join(sorted(by[True]))
-            if by[False]:
-                metadata[CONSUMED_IN_KEY] = ",".join(sorted(by[False]))
-        out[uri] = dataclasses.replace(asset, metadata=metadata) if metadata != asset.metadata else asset
-    return out
+def _unattributed(asset: Dataset) -> Dataset:
+    """A merged baseline's asset without what ``across_deployments`` says of it, to be said anew."""
+    if PRODUCED_IN_KEY not in asset.metadata and CONSUMED_IN_KEY not in asset.metadata:
+        return asset
+    kept = {k: v for k, v in asset.metadata.items() if k not in (PRODUCED_IN_KEY, CONSUMED_IN_KEY)}
+    return dataclasses.replace(asset, metadata=kept)
 
 
 def _freshness(stored: Freshness, gone: set[str]) -> Freshness:

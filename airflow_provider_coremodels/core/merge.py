@@ -90,21 +90,14 @@ def merge(parts: Sequence[Part], *, now: datetime | None = None, clock: datetime
             if dataset.materialization == DAG:
                 dags.append(_merged_dag(name, dataset))
             else:
-                assets[dataset.identity] = _merged_asset(assets.get(dataset.identity), dataset)
-        edges.extend(_renamed(name, edge) for edge in part.estate.lineage)
+                assets[dataset.identity] = merged_asset(assets.get(dataset.identity), dataset)
+        edges.extend(renamed_edge(name, edge) for edge in part.estate.lineage)
         lossiness.extend(_prefixed(name, record) for record in part.estate.lossiness)
         broken.extend(_renamed_file(name, file) for file in part.estate.import_errors)
         if part.stale is not None:
             lossiness.append(_stale_record(part, captured.get(part.deployment), reference))
 
-    sides: dict[str, dict[bool, set[str]]] = defaultdict(lambda: {True: set(), False: set()})
-    for edge in edges:
-        if not edge.dag_link:  # a trigger or sensor joins two DAGs of one deployment
-            sides[edge.asset][edge.producing].add(_deployment_of(edge.dag_id))
-    crossing = {asset for asset, by in sides.items() if len(by[True] | by[False]) > 1}
-    edges = [_crossing(edge) if not edge.dag_link and edge.asset in crossing else edge for edge in edges]
-    for uri in crossing & assets.keys():  # who claims what, across deployments, said on the asset
-        assets[uri] = _attributed(assets[uri], sides[uri][True], sides[uri][False])
+    edges = across_deployments(edges, assets)
     unique = {edge.key: edge for edge in edges}  # a DAG may name an asset twice only within its deployment
 
     datasets = sorted([*dags, *assets.values()], key=lambda d: (d.materialization, d.identity))
@@ -171,6 +164,19 @@ def _capture_times(
     return times
 
 
+def across_deployments(edges: list[Edge], assets: dict[str, Dataset]) -> list[Edge]:
+    """The edges, those of an asset whose lineage spans deployments marked ``cross_deployment``; and
+    each such asset in ``assets`` (replaced there) saying where its producers and consumers run."""
+    sides: dict[str, dict[bool, set[str]]] = defaultdict(lambda: {True: set(), False: set()})
+    for edge in edges:
+        if not edge.dag_link:  # a trigger or sensor joins two DAGs of one deployment
+            sides[edge.asset][edge.producing].add(_deployment_of(edge.dag_id))
+    crossing = {asset for asset, by in sides.items() if len(by[True] | by[False]) > 1}
+    for uri in crossing & assets.keys():  # who claims what, across deployments, said on the asset
+        assets[uri] = _attributed(assets[uri], sides[uri][True], sides[uri][False])
+    return [_crossing(edge) if not edge.dag_link and edge.asset in crossing else edge for edge in edges]
+
+
 def _attributed(asset: Dataset, producers: set[str], consumers: set[str]) -> Dataset:
     metadata = dict(asset.metadata)
     if producers:
@@ -198,7 +204,7 @@ def _merged_dag(deployment: str, dag: Dataset) -> Dataset:
     )
 
 
-def _merged_asset(seen: Dataset | None, asset: Dataset) -> Dataset:
+def merged_asset(seen: Dataset | None, asset: Dataset) -> Dataset:
     """One asset from every deployment that knows its URI: the first (by deployment name) gives
     its name and metadata; a watcher anywhere makes it watched; aliases are united."""
     if seen is None:
@@ -217,7 +223,7 @@ def _merged_asset(seen: Dataset | None, asset: Dataset) -> Dataset:
     return dataclasses.replace(seen, metadata=metadata, tags=tuple(sorted({*seen.tags, *asset.tags})))
 
 
-def _renamed(deployment: str, edge: Edge) -> Edge:
+def renamed_edge(deployment: str, edge: Edge) -> Edge:
     """The edge with its DAG end named ``<deployment>/<dag_id>``; the asset end is the join key. A
     trigger or sensor joins two DAGs of the deployment, both renamed: the REST API shows no link to
     another deployment's DAG."""

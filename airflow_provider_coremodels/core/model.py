@@ -173,6 +173,12 @@ class Edge:
         return self.depends_on if self.via == VIA_TRIGGER else self.dependent
 
     @property
+    def link_target(self) -> str:
+        """A DAG link's DAG that its task names: the triggered DAG, or the one waited for (the end
+        ``external`` is about)."""
+        return self.dependent if self.via == VIA_TRIGGER else self.depends_on
+
+    @property
     def producing(self) -> bool:
         return self.dependent_kind == ASSET
 

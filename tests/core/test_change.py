@@ -297,3 +297,50 @@ def test_records_about_a_replaced_dag_or_its_tasks_go_with_it() -> None:
     assert _about("team.load.publish", replaced)  # a dag_id with a dot of its own
     assert not _about("fanout_v2.kick", replaced) and not _about("s3://lake/fanout", replaced)
     assert not _about(None, replaced)
+
+
+def _with_sensor(*bundles: dict[str, Any]) -> Estate:
+    """``estate_of``'s artifacts, with finance's board_report waiting on load_orders through a
+    sensor task, and the sensor in the dependency graph as Airflow draws it."""
+    dags = [d for b in bundles for d in b["dags"]]
+    tasks = {k: copy.deepcopy(v) for b in bundles for k, v in b["tasks"].items()}
+    sensor = {"task_id": "wait", "class_ref": {"class_name": "ExternalTaskSensor"}}
+    tasks["board_report"]["tasks"].append(sensor)
+    node = "sensor:load_orders:board_report:wait"
+    graph = [
+        {"source_id": "dag:load_orders", "target_id": node},
+        {"source_id": node, "target_id": "dag:board_report"},
+    ]
+    # one entry per URI, as the API lists them: orders.parquet's consumer joins its producer's entry
+    assets = [
+        copy.deepcopy(a)
+        for b in bundles
+        for a in b["assets"]
+        if not (a["uri"] == "s3://lake/orders" and not a["producing_tasks"])
+    ]
+    orders = next(a for a in assets if a["uri"] == "s3://lake/orders")
+    orders["scheduled_dags"] = [{"dag_id": "daily_revenue"}]
+    dags_doc = {"dags": dags, "includes_stale": True, "import_errors": []}
+    return build_estate(dags_doc, tasks, {"assets": assets, "dependencies": {"edges": graph}})
+
+
+def test_a_sensor_on_a_deleted_dag_is_external_as_a_capture_of_the_deployed_change_has_it() -> None:
+    """The sensor belongs to the other bundle: its edge stays, and once the DAG it waits on is gone
+    it is external (its far end is the DAG waited for, not the waiting one) and its task's
+    dag-link-missing opens."""
+    baseline = stored(_with_sensor(orders_bundle(), finance_bundle()))
+    link = next(e for e in baseline.lineage if e.dag_link)
+    assert (link.dependent, link.depends_on, link.via, link.external) == (
+        "board_report",
+        "load_orders",
+        "sensor",
+        False,
+    )
+    gone = parsed_bundle(
+        {"dags": [], "includes_stale": True, "import_errors": []}, {}, {"assets": []}, state=STATE
+    )
+    after, change = judged(baseline, gone)
+    kept = next(e for e in after.lineage if e.dag_link)
+    assert (kept.dependent, kept.depends_on, kept.external) == ("board_report", "load_orders", True)
+    assert ("dag-link-missing", "board_report.wait") in codes(change.opened)
+    assert change.dags_removed == ("load_orders",)
