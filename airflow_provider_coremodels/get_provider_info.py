@@ -12,7 +12,13 @@ DOCUMENTATION_URL = "https://github.com/coremodels/airflow-provider-coremodels/b
 
 def get_provider_info() -> dict[str, Any]:
     from airflow_provider_coremodels import __version__
-    from airflow_provider_coremodels.hooks.forms import AIRFLOW_API, COREMODELS, FORMS
+    from airflow_provider_coremodels.hooks.forms import (
+        AIRFLOW_API,
+        AIRFLOW_API_COMPOSER,
+        AIRFLOW_API_MWAA,
+        COREMODELS,
+        FORMS,
+    )
 
     return {
         "package-name": "airflow-provider-coremodels",
@@ -36,6 +42,16 @@ def get_provider_info() -> dict[str, Any]:
                 "hook-class-name": "airflow_provider_coremodels.hooks.airflow_api.AirflowApiHook",
                 "connection-type": AIRFLOW_API,
                 **FORMS[AIRFLOW_API],
+            },
+            {
+                "hook-class-name": "airflow_provider_coremodels.hooks.mwaa.MwaaApiHook",
+                "connection-type": AIRFLOW_API_MWAA,
+                **FORMS[AIRFLOW_API_MWAA],
+            },
+            {
+                "hook-class-name": "airflow_provider_coremodels.hooks.composer.ComposerApiHook",
+                "connection-type": AIRFLOW_API_COMPOSER,
+                **FORMS[AIRFLOW_API_COMPOSER],
             },
             {
                 "hook-class-name": "airflow_provider_coremodels.hooks.coremodels.CoreModelsHook",

@@ -168,6 +168,7 @@ def send_with_retries(
     pacer: Gate | None = None,
     kind: str = "",
     first: bool = False,
+    transient: Callable[[requests.Response], str | None] | None = None,
     **request: Any,
 ) -> tuple[requests.Response, Any]:
     """Send one request, retrying what is transient; return the final response (maybe a 4xx).
@@ -183,7 +184,8 @@ def send_with_retries(
     its window and tells it how long the answer of this ``kind`` took, or that the server is
     overloaded (a retried status, a read timeout: the window shrinks, and a Retry-After holds
     every request of the run, not only this one); a ``first`` attempt goes before the others
-    waiting for a slot.
+    waiting for a slot. ``transient``: what a final answer's body says is worth another try (an
+    envelope carrying a 5xx from the server behind it, as MWAA's InvokeRestApi answers), or None.
     """
     attempt = 0
     while True:
@@ -203,7 +205,7 @@ def send_with_retries(
             slot = Slot(kind, 0, time.monotonic())
         try:
             outcome = _attempt(
-                session, method, url, request, slot, deadline, decode, decoder, max_bytes, error
+                session, method, url, request, slot, deadline, decode, decoder, max_bytes, error, transient
             )
         finally:
             if pacer is not None:
@@ -245,6 +247,7 @@ def _attempt(
     decoder: Callable[[bytes], Any] | None,
     max_bytes: int,
     error: type[CoreModelsError],
+    transient: Callable[[requests.Response], str | None] | None = None,
 ) -> tuple[requests.Response, Any] | _Transient:
     """One attempt of ``send_with_retries``: the final answer, or what makes it worth another."""
     retry_after: float | None = None
@@ -281,6 +284,10 @@ def _attempt(
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
         slot.refused(retry_after)
         return _Transient(f"HTTP {response.status_code}", retry_after)
+    problem = transient(response) if transient is not None else None
+    if problem is not None:
+        slot.refused()
+        return _Transient(problem)
     slot.answered()
     if not decode or response.status_code >= 300:
         return response, None  # a redirect not followed, or a 4xx: the caller decides

@@ -24,6 +24,8 @@ def test_entry_point_registers_the_provider() -> None:
     assert info["cli"] == ["airflow_provider_coremodels.cli.definition.get_coremodels_cli_commands"]
     assert {c["connection-type"]: c["hook-class-name"] for c in info["connection-types"]} == {
         "airflow_api": "airflow_provider_coremodels.hooks.airflow_api.AirflowApiHook",
+        "airflow_api_mwaa": "airflow_provider_coremodels.hooks.mwaa.MwaaApiHook",
+        "airflow_api_composer": "airflow_provider_coremodels.hooks.composer.ComposerApiHook",
         "coremodels": "airflow_provider_coremodels.hooks.coremodels.CoreModelsHook",
     }
 

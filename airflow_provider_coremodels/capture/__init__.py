@@ -3,8 +3,17 @@ or parse a DAG folder into the same artifacts (``dag_folder``)."""
 
 from __future__ import annotations
 
-from airflow_provider_coremodels.capture.client import AirflowApiClient, ApiInfo, ApiSource
+from airflow_provider_coremodels.capture.client import AirflowApiClient, ApiInfo, ApiSource, open_client
 from airflow_provider_coremodels.capture.crawl import Capture, CaptureSummary, capture
 from airflow_provider_coremodels.transport import RetryPolicy
 
-__all__ = ["AirflowApiClient", "ApiInfo", "ApiSource", "Capture", "CaptureSummary", "RetryPolicy", "capture"]
+__all__ = [
+    "AirflowApiClient",
+    "ApiInfo",
+    "ApiSource",
+    "Capture",
+    "CaptureSummary",
+    "RetryPolicy",
+    "capture",
+    "open_client",
+]

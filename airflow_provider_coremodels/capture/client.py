@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import requests
 
@@ -36,6 +36,14 @@ Decoder = Callable[[bytes], Any]
 USER_AGENT = f"airflow-provider-coremodels/{__version__}"
 
 
+class ManagedAccess(Protocol):
+    """How a managed Airflow is reached where its API server is not called with a password or a
+    static token (``capture/mwaa.py``: MWAA's InvokeRestApi; ``capture/composer.py``: a Google
+    access token): it opens the client that carries the capture's requests there."""
+
+    def open(self, source: ApiSource, retry: RetryPolicy | None) -> AirflowApiClient: ...
+
+
 @dataclass(frozen=True)
 class ApiSource:
     """Where the REST API is and how to authenticate; secrets are kept out of ``repr``.
@@ -45,6 +53,7 @@ class ApiSource:
     (False), or the path of a CA bundle. ``concurrency``: the most requests in flight;
     ``pacing``: ``adaptive`` (fewer while the server slows down, ``capture/pacing.py``) or ``fixed``;
     ``pacing_share``: how much of each slot's time an adaptive capture's requests may take (1: no rest).
+    ``managed``: a managed Airflow's own way in (MWAA, Composer), in place of username and token.
     """
 
     base_url: str
@@ -57,6 +66,7 @@ class ApiSource:
     concurrency: int = defaults.CONCURRENCY
     pacing: str = defaults.PACING  # "adaptive": the window follows the server, up to concurrency
     pacing_share: float = defaults.PACING_SHARE
+    managed: ManagedAccess | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         base_url, username, password = strip_userinfo(self.base_url)
@@ -83,6 +93,13 @@ class Stats:
 class ApiInfo:
     api_version: str  # "v2" (Airflow 3) or "v1" (Airflow 2)
     airflow_version: str | None
+
+
+def open_client(source: ApiSource, *, retry: RetryPolicy | None = None) -> AirflowApiClient:
+    """The client for ``source``: its managed access's (MWAA, Composer), else the plain one."""
+    if source.managed is not None:
+        return source.managed.open(source, retry)
+    return AirflowApiClient(source, retry=retry)
 
 
 class NotFound(CaptureError):

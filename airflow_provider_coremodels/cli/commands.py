@@ -229,8 +229,8 @@ def merge(args: argparse.Namespace) -> int:
 def capture(args: argparse.Namespace) -> int:
     """``capture``: read the estate from the REST API and save the three artifacts under ``--out``."""
     from airflow_provider_coremodels.atomic import write_atomic
-    from airflow_provider_coremodels.capture import AirflowApiClient
     from airflow_provider_coremodels.capture import capture as run_capture
+    from airflow_provider_coremodels.capture import open_client
     from airflow_provider_coremodels.capture.progress import ProgressReporter
 
     _airflow_logs_to_stderr(args)
@@ -242,7 +242,7 @@ def capture(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} cannot be created: {exc.strerror or exc}") from None
     progress = ProgressReporter(sys.stderr)
     try:
-        with AirflowApiClient(source, retry=retry_policy(args)) as client:
+        with open_client(source, retry=retry_policy(args)) as client:
             result = run_capture(client, keep_raw=True, progress=progress)
     finally:
         progress.close()
@@ -259,7 +259,7 @@ def capture(args: argparse.Namespace) -> int:
 
 def export(args: argparse.Namespace) -> int:
     """``export``: capture, audit against the sinks' baseline, print, push to every sink."""
-    from airflow_provider_coremodels.capture import AirflowApiClient
+    from airflow_provider_coremodels.capture import open_client
     from airflow_provider_coremodels.capture.progress import ProgressReporter
     from airflow_provider_coremodels.export import ExportSettings
 
@@ -292,7 +292,7 @@ def export(args: argparse.Namespace) -> int:
         )
     progress = ProgressReporter(sys.stderr)
     try:
-        with AirflowApiClient(source, retry=retry) as client:
+        with open_client(source, retry=retry) as client:
             try:
                 result = settings.run(client, sinks, progress)
             except SinksFailed as failure:  # every other sink was written: the output is still due

@@ -5,6 +5,11 @@ password (a JWT is requested with them on Airflow 3; basic auth on Airflow 2), o
 with no login as a static bearer token. Extras: ``verify`` (true/false), ``ca_bundle`` (a
 path), ``concurrency``, ``pacing`` (``adaptive`` or ``fixed``), ``timeout`` (read seconds),
 ``connect_timeout``, ``token``.
+
+A connection of the managed types (``airflow_api_mwaa``: Amazon MWAA through InvokeRestApi,
+``hooks/mwaa.py``; ``airflow_api_composer``: Google Cloud Composer with a Google access token,
+``hooks/composer.py``) works wherever an ``airflow_api`` one does: the hook reads the
+connection's type and builds that source.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy
+from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, open_client
 from airflow_provider_coremodels.compat import BaseHook
 from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
 from airflow_provider_coremodels.hooks.connection_fields import (
@@ -23,7 +28,13 @@ from airflow_provider_coremodels.hooks.connection_fields import (
     mask,
     tls_verify,
 )
-from airflow_provider_coremodels.hooks.forms import AIRFLOW_API, FORMS, ui_field_behaviour
+from airflow_provider_coremodels.hooks.forms import (
+    AIRFLOW_API,
+    AIRFLOW_API_COMPOSER,
+    AIRFLOW_API_MWAA,
+    FORMS,
+    ui_field_behaviour,
+)
 
 
 class AirflowApiHook(BaseHook):
@@ -46,6 +57,14 @@ class AirflowApiHook(BaseHook):
     def get_source(self) -> ApiSource:
         """The API's location and credentials, read from the connection; secrets registered for masking."""
         conn = get_connection(self, self.airflow_api_conn_id)
+        if conn.conn_type == AIRFLOW_API_MWAA:
+            from airflow_provider_coremodels.hooks.mwaa import mwaa_source
+
+            return mwaa_source(conn, self.airflow_api_conn_id)
+        if conn.conn_type == AIRFLOW_API_COMPOSER:
+            from airflow_provider_coremodels.hooks.composer import composer_source
+
+            return composer_source(conn, self.airflow_api_conn_id)
         extra = conn.extra_dejson
         token = extra_str(extra, "token", self.airflow_api_conn_id) or (None if conn.login else conn.password)
         mask(conn.password, token)
@@ -56,11 +75,7 @@ class AirflowApiHook(BaseHook):
                 password=conn.password if conn.login else None,
                 token=token,
                 verify=tls_verify(extra, self.airflow_api_conn_id),
-                concurrency=int(extra_or_default(extra, "concurrency", defaults.CONCURRENCY)),
-                pacing=str(extra.get("pacing") or defaults.PACING),
-                pacing_share=float(extra_or_default(extra, "pacing_share", defaults.PACING_SHARE)),
-                read_timeout=float(extra_or_default(extra, "timeout", defaults.READ_TIMEOUT)),
-                connect_timeout=float(extra_or_default(extra, "connect_timeout", defaults.CONNECT_TIMEOUT)),
+                **capture_settings(extra),
             )
         except (TypeError, ValueError) as exc:
             raise ConnectionConfigError(
@@ -68,7 +83,7 @@ class AirflowApiHook(BaseHook):
             ) from None
 
     def get_conn(self, retry: RetryPolicy | None = None) -> AirflowApiClient:
-        return AirflowApiClient(self.get_source(), retry=retry)
+        return open_client(self.get_source(), retry=retry)
 
     def test_connection(self) -> tuple[bool, str]:
         """Detect the API, authenticate and read one page of DAGs."""
@@ -83,3 +98,15 @@ class AirflowApiHook(BaseHook):
             True,
             f"Connected to Airflow {info.airflow_version or '?'} (API {info.api_version}): {total} DAGs",
         )
+
+
+def capture_settings(extra: dict[str, Any]) -> dict[str, Any]:
+    """The capture's tuning from a connection's extras (every capture connection type has them);
+    a value of the wrong kind raises TypeError or ValueError, for the caller to name the connection."""
+    return {
+        "concurrency": int(extra_or_default(extra, "concurrency", defaults.CONCURRENCY)),
+        "pacing": str(extra.get("pacing") or defaults.PACING),
+        "pacing_share": float(extra_or_default(extra, "pacing_share", defaults.PACING_SHARE)),
+        "read_timeout": float(extra_or_default(extra, "timeout", defaults.READ_TIMEOUT)),
+        "connect_timeout": float(extra_or_default(extra, "connect_timeout", defaults.CONNECT_TIMEOUT)),
+    }

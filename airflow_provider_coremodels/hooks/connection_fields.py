@@ -139,6 +139,11 @@ def tls_verify(extra: dict[str, Any], conn_id: str) -> bool | str:
     return extra_str(extra, "ca_bundle", conn_id) or _bool(extra.get("verify", True), "verify", conn_id)
 
 
+def extra_bool(extra: dict[str, Any], key: str, conn_id: str, *, default: bool) -> bool:
+    """A true/false extra (a boolean, or the text true or false), ``default`` where it is missing or empty."""
+    return _bool(extra_or_default(extra, key, default), key, conn_id)
+
+
 def _bool(value: Any, key: str, conn_id: str) -> bool:
     if isinstance(value, bool):
         return value

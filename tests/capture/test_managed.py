@@ -1,0 +1,331 @@
+"""Managed Airflow captured: Amazon MWAA through InvokeRestApi, Google Cloud Composer with a Google token.
+
+Against local stand-ins (``tests/support/managed_standins.py``, which says what they do not
+model): the requests are built and signed by botocore and google-auth themselves, the stand-ins
+check them as the services would (SigV4 recomputed from what arrived; a token only while
+unexpired). The scripted upstream here is a small fake Airflow; the last tests put the stand-ins
+in front of the real Airflow 3.3 API server and capture the example estate through them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from typing import Any
+
+import pytest
+from support.managed_standins import GoogleStandIn, MwaaStandIn, real_server_upstream
+
+from airflow_provider_coremodels.capture import ApiSource, RetryPolicy, capture, open_client
+from airflow_provider_coremodels.capture.composer import ComposerAccess
+from airflow_provider_coremodels.capture.mwaa import MwaaAccess
+from airflow_provider_coremodels.core import audit, build_document
+from airflow_provider_coremodels.errors import AuthError, CaptureError, ConnectionConfigError
+from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
+from airflow_provider_coremodels.redaction import SECRETS
+
+boto3 = pytest.importorskip("boto3")
+pytest.importorskip("google.auth")
+
+KEY, SECRET = "AKIDSTANDIN0000001", "standin/secret+key"
+ENV = "MyAirflowEnvironment"
+DAGS = [{"dag_id": f"dag_{i:02d}"} for i in range(7)]
+QUICK = RetryPolicy(max_attempts=3, backoff=0.01, max_backoff=0.02, budget=30)
+
+
+def fake_airflow(method: str, path: str, query: dict[str, Any], body: Any) -> tuple[int, Any]:
+    """A few paths of Airflow 3's API, paged as Airflow pages (``limit``/``offset``)."""
+    if path == "/version":
+        return 200, {"version": "3.3.2", "git_version": None}
+    if path == "/dags":
+        offset, limit = int(query.get("offset", 0)), int(query.get("limit", 50))
+        return 200, {"dags": DAGS[offset : offset + limit], "total_entries": len(DAGS)}
+    return 404, {"detail": "Not Found"}
+
+
+def session(secret: str = SECRET) -> Any:
+    return boto3.session.Session(aws_access_key_id=KEY, aws_secret_access_key=secret, region_name="eu-west-1")
+
+
+def mwaa_source(standin: MwaaStandIn, secret: str = SECRET) -> ApiSource:
+    # the stand-in serves InvokeRestApi at its own host: botocore's "env." prefix is left off
+    access = MwaaAccess(ENV, session(secret), endpoint_url=standin.base_url, inject_host_prefix=False)
+    return ApiSource(base_url=access.base_url(), managed=access, concurrency=2)
+
+
+@pytest.fixture
+def mwaa():
+    with MwaaStandIn(fake_airflow, environment=ENV, keys={KEY: SECRET}) as standin:
+        yield standin
+
+
+# -- MWAA ---------------------------------------------------------------------------------------
+
+
+def test_mwaa_requests_are_sigv4_signed_invoke_rest_api_calls_paged_as_on_any_server(mwaa) -> None:
+    """Every request is ``POST /restapi/{Name}`` with the model's JSON (Path relative to the API,
+    Method, QueryParameters), its SigV4 signature holds, and the v2 pages come back as Airflow's."""
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client:
+        info = client.connect()
+        first = client.get_json("/dags", {"limit": 5, "offset": 0})
+        second = client.get_json("/dags", {"limit": 5, "offset": 5})
+    assert (info.api_version, info.airflow_version) == ("v2", "3.3.2")
+    assert [d["dag_id"] for d in first["dags"] + second["dags"]] == [d["dag_id"] for d in DAGS]
+    assert [entry["problem"] for entry in mwaa.log] == [None, None, None]
+    assert {entry["path"] for entry in mwaa.log} == {f"/restapi/{ENV}"}
+    calls = [json.loads(entry["body"]) for entry in mwaa.log]
+    assert calls[0] == {"Path": "/version", "Method": "GET"}
+    assert calls[2] == {"Path": "/dags", "Method": "GET", "QueryParameters": {"limit": 5, "offset": 5}}
+    auth = mwaa.log[0]["headers"]["Authorization"]
+    assert (
+        auth.startswith(f"AWS4-HMAC-SHA256 Credential={KEY}/") and "/eu-west-1/airflow/aws4_request" in auth
+    )
+    assert SECRET not in json.dumps(mwaa.log[0]["headers"])
+
+
+def test_mwaa_a_wrong_secret_key_is_refused_as_authentication(mwaa) -> None:
+    refused = pytest.raises(AuthError, match="InvalidSignatureException: the signature does not match")
+    with open_client(mwaa_source(mwaa, secret="not-the-secret"), retry=QUICK) as client, refused as exc:
+        client.connect()
+    assert "not-the-secret" not in str(exc.value)
+    assert mwaa.log[0]["problem"] == "the signature does not match"  # the stand-in did check it
+
+
+def test_mwaa_an_airflow_error_comes_back_as_its_own_status(mwaa) -> None:
+    """A 404 of the web server arrives as RestApiClientException (HTTP 400): read as the 404 it is."""
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client:
+        client.connect()
+        with pytest.raises(CaptureError, match=r"/api/v2/nothing answered HTTP 404"):
+            client.get_json("/nothing")
+
+
+def test_mwaa_a_web_server_overload_in_the_envelope_is_retried(mwaa) -> None:
+    """RestApiServerException carrying a 503 is transient: the transport tries again."""
+    faults = iter([(400, {"RestApiStatusCode": 503, "RestApiResponse": {"detail": "busy"}},
+                    {"x-amzn-ErrorType": "RestApiServerException"})])  # fmt: skip
+    mwaa.fault = lambda path: next(faults, None) if path == "/dags" else None
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client:
+        client.connect()
+        page = client.get_json("/dags", {"limit": 50, "offset": 0})
+    assert len(page["dags"]) == len(DAGS)
+    assert client.stats.retries == 1
+
+
+def test_mwaa_an_answer_over_the_body_cap_is_refused(mwaa) -> None:
+    mwaa.fault = lambda path: (200, {"RestApiStatusCode": 200, "RestApiResponse": {"x": "y" * 50_000}}, {})
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client:
+        client.max_response_bytes = 10_000
+        with pytest.raises(CaptureError, match="over the 10,000-byte limit"):
+            client.connect()
+
+
+def test_mwaa_a_redirect_is_never_followed_with_the_signed_request(mwaa) -> None:
+    with MwaaStandIn(fake_airflow, environment=ENV, keys={KEY: SECRET}) as elsewhere:
+        mwaa.fault = lambda path: (307, b"", {"Location": f"{elsewhere.base_url}/restapi/{ENV}"})
+        refused = pytest.raises(CaptureError, match="a signed request is never sent elsewhere")
+        with open_client(mwaa_source(mwaa), retry=QUICK) as client, refused:
+            client.connect()
+        assert elsewhere.log == []
+
+
+def test_mwaa_a_path_over_64_characters_is_not_sent(mwaa) -> None:
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client:
+        client.connect()
+        sent = len(mwaa.log)
+        with pytest.raises(CaptureError, match="at most 64 characters and this one has 72"):
+            client.get_json(f"/dags/{'x' * 60}/tasks")
+    assert len(mwaa.log) == sent
+
+
+def test_mwaa_connection_through_the_amazon_providers_aws_connection(mwaa, monkeypatch) -> None:
+    """``airflow_api_mwaa`` names the environment and an ``aws`` connection (the amazon provider's
+    keys and region); the generic hook reads its type and captures through InvokeRestApi."""
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_AWS_STANDIN",
+        json.dumps(
+            {"conn_type": "aws", "login": KEY, "password": SECRET, "extra": {"region_name": "eu-west-1"}}
+        ),
+    )
+    extra = {"aws_conn_id": "aws_standin", "endpoint_url": mwaa.base_url, "inject_host_prefix": False}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_MWAA_PROD", json.dumps({"conn_type": "airflow_api_mwaa", "host": ENV, "extra": extra})
+    )
+    ok, message = AirflowApiHook("mwaa_prod").test_connection()
+    assert (ok, message) == (True, "Connected to Airflow 3.3.2 (API v2): 7 DAGs")
+    assert all(entry["problem"] is None for entry in mwaa.log)
+    assert SECRET not in SECRETS.scrub(f"signed with {SECRET}")  # registered: no message can show it
+
+
+def test_mwaa_connection_without_an_aws_connection_uses_boto3s_default_chain(mwaa, monkeypatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    extra = {"aws_conn_id": "", "endpoint_url": mwaa.base_url, "inject_host_prefix": "false"}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_MWAA_PROD", json.dumps({"conn_type": "airflow_api_mwaa", "host": ENV, "extra": extra})
+    )
+    with AirflowApiHook("mwaa_prod").get_conn(QUICK) as client:
+        client.connect()
+        assert client.get_json("/dags", {"limit": 1, "offset": 0})["total_entries"] == 7
+
+
+def test_mwaa_connection_without_a_region_says_where_to_set_one(monkeypatch) -> None:
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_MWAA_PROD",
+        json.dumps({"conn_type": "airflow_api_mwaa", "host": ENV, "extra": {"aws_conn_id": ""}}),
+    )
+    with pytest.raises(ConnectionConfigError, match="no AWS region for MWAA environment"):
+        AirflowApiHook("mwaa_prod").get_source()
+
+
+# -- Composer -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def google():
+    with GoogleStandIn(fake_airflow) as standin:
+        yield standin
+
+
+def expired_user_credentials(info: dict[str, str]) -> Any:
+    """google-auth's user credentials (what ``gcloud auth application-default login`` leaves), with
+    a token that expired long ago and the stand-in's token endpoint as their ``token_uri``."""
+    from google.oauth2.credentials import Credentials
+
+    return Credentials(
+        token="ya29.long-expired",
+        expiry=datetime.datetime(2020, 1, 1),
+        refresh_token=info["refresh_token"],
+        client_id=info["client_id"],
+        client_secret=info["client_secret"],
+        token_uri=info["token_uri"],
+    )
+
+
+def composer_source(standin: GoogleStandIn) -> ApiSource:
+    info = standin.authorized_user_info()
+    return ApiSource(standin.base_url, managed=ComposerAccess(lambda request: expired_user_credentials(info)))
+
+
+def test_composer_an_expired_token_is_refreshed_before_it_is_sent(google) -> None:
+    with open_client(composer_source(google), retry=QUICK) as client:
+        client.connect()
+        client.get_json("/dags", {"limit": 50, "offset": 0})
+    tokens = [entry["token"] for entry in google.log if entry["kind"] == "api"]
+    assert tokens == ["ya29.standin-1", "ya29.standin-1"]  # never the expired one
+    assert [entry for entry in google.log if entry["kind"] == "token"] == [
+        {"kind": "token", "form": {"grant_type": "refresh_token"}}
+    ]
+
+
+def test_composer_a_token_refused_mid_capture_is_refreshed_once(google) -> None:
+    with open_client(composer_source(google), retry=QUICK) as client:
+        client.connect()
+        google.expire_all()  # expired at the server before the client's clock says so
+        assert client.get_json("/dags", {"limit": 50, "offset": 0})["total_entries"] == 7
+    assert client.refreshes == 2
+    assert [entry["token"] for entry in google.log if entry["kind"] == "api"] == [
+        "ya29.standin-1", "ya29.standin-1", "ya29.standin-2",
+    ]  # fmt: skip
+
+
+def test_composer_a_token_near_its_expiry_is_renewed_before_the_request(google) -> None:
+    """google-auth counts a token with under 3 min 45 s left as expired: a token that lives a
+    minute is renewed before every request, so none is ever sent in its last minutes."""
+    google.lifetime = 60
+    with open_client(composer_source(google), retry=QUICK) as client:
+        client.connect()
+        client.get_json("/dags", {"limit": 50, "offset": 0})
+    sent = [entry["token"] for entry in google.log if entry["kind"] == "api"]
+    assert len(sent) == 2 and len(set(sent)) == 2
+    assert client.refreshes == google.issued == 3  # the version request, connect, the DAG page
+
+
+def test_composer_the_token_is_never_sent_to_another_origin(google) -> None:
+    with GoogleStandIn(fake_airflow) as elsewhere:
+        google.redirect_to = elsewhere.base_url
+        with open_client(composer_source(google), retry=QUICK) as client:
+            client.connect()
+            with pytest.raises(CaptureError, match="a redirect to another origin"):
+                client.get_json("/dags", {"limit": 1})
+        assert elsewhere.log == []
+
+
+def test_composer_a_refused_refresh_is_an_auth_failure_without_secrets(google) -> None:
+    source = composer_source(google)
+    google.refresh_token = "revoked"  # the token endpoint no longer knows the refresh token
+    with (
+        open_client(source, retry=QUICK) as client,
+        pytest.raises(AuthError, match="no Google access token") as exc,
+    ):
+        client.connect()
+    assert "s3cr3t-client" not in str(exc.value) and "1//refresh" not in str(exc.value)
+
+
+def test_composer_connection_with_application_default_credentials(google, monkeypatch, tmp_path) -> None:
+    """``airflow_api_composer`` with no Google connection: application-default credentials, here
+    the metadata server's (as on Composer's own workers, or GKE with workload identity), found and
+    asked through the bounded transport. google-auth reads the metadata host once, at import, and
+    ignores a ``token_uri`` in an authorized-user file: so its module constant is pointed at the
+    stand-in (the one thing mocked here) and the ping address comes from GCE_METADATA_IP."""
+    from google.auth.compute_engine import _metadata
+
+    host = google.base_url.removeprefix("http://")
+    monkeypatch.setattr(_metadata, "_GCE_METADATA_HOST", host)
+    monkeypatch.setenv("GCE_METADATA_IP", host)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))  # no gcloud credentials of this machine
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_COMPOSER_PROD",
+        json.dumps(
+            {"conn_type": "airflow_api_composer", "host": google.base_url, "extra": {"gcp_conn_id": ""}}
+        ),
+    )
+    ok, message = AirflowApiHook("composer_prod").test_connection()
+    assert (ok, message) == (True, "Connected to Airflow 3.3.2 (API v2): 7 DAGs")
+    assert google.issued == 1
+    assert {entry["token"] for entry in google.log if entry["kind"] == "api"} == {"ya29.metadata-1"}
+
+
+# -- through the stand-ins, the real Airflow 3.3 API server behind them -------------------------
+
+
+def direct_document(airflow_server) -> dict:
+    source = ApiSource(
+        airflow_server.base_url, username=airflow_server.username, password=airflow_server.password
+    )
+    with open_client(source) as client:
+        estate = capture(client).estate()
+    return build_document(estate, audit(estate))
+
+
+@pytest.mark.airflow_server
+def test_the_estate_captured_through_mwaa_is_the_estate_captured_directly(airflow_server) -> None:
+    """Every request of a whole capture through InvokeRestApi, signed and checked; the same
+    datasets and lineage (so the same fingerprint) as the direct capture. The dependency graph
+    (``/ui/dependencies``, not an API path) is out of InvokeRestApi's reach: said in lossiness."""
+    upstream = real_server_upstream(airflow_server)
+    with (
+        MwaaStandIn(upstream, environment=ENV, keys={KEY: SECRET}) as standin,
+        open_client(mwaa_source(standin)) as client,
+    ):
+        result = capture(client)
+    estate = result.estate()
+    document = build_document(estate, audit(estate))
+    assert document["fingerprint"] == direct_document(airflow_server)["fingerprint"]
+    assert all(entry["problem"] is None for entry in standin.log) and len(standin.log) > 10
+    assert any("/ui/dependencies" in record.message for record in result.lossiness)
+
+
+@pytest.mark.airflow_server
+def test_the_estate_captured_through_composer_is_the_estate_captured_directly(airflow_server) -> None:
+    upstream = real_server_upstream(airflow_server)
+    with GoogleStandIn(upstream) as standin, open_client(composer_source(standin)) as client:
+        result = capture(client)
+    estate = result.estate()
+    document = build_document(estate, audit(estate))
+    assert document["fingerprint"] == direct_document(airflow_server)["fingerprint"]
+    assert standin.issued == 1
