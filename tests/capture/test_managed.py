@@ -367,3 +367,18 @@ def test_mwaa_connections_stored_in_the_metadata_database_capture_from_the_comma
     assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets")
     assert SECRET not in result.stdout + result.stderr
     assert standin.log and all(entry["problem"] is None for entry in standin.log)
+
+
+def test_mwaa_access_denied_names_the_permission_it_needs(mwaa) -> None:
+    """AccessDeniedException (the caller lacks airflow:InvokeRestApi on the Airflow role) is an
+    authentication failure (exit 3) that says which permission, on which resource, is missing."""
+    denied = (
+        403,
+        {"Message": "User is not authorized to access Airflow role"},
+        {"x-amzn-ErrorType": "AccessDeniedException"},
+    )
+    mwaa.fault = lambda path: denied
+    refused = pytest.raises(AuthError, match=rf"airflow:InvokeRestApi on .*:role/{ENV}/<Airflow role>")
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client, refused:
+        client.connect()
+    assert client.stats.retries == 0
