@@ -145,6 +145,30 @@ def test_the_connection_forms_reach_a_real_api_servers_hook_meta(airflow_server)
     assert coremodels["standard_fields"]["password"]["title"] == "API token"
 
 
+@pytest.mark.airflow_server
+@PROVIDER_FORMS
+def test_the_managed_connection_forms_reach_a_real_api_servers_hook_meta(airflow_server) -> None:
+    """The MWAA and Composer types: their names, the host relabelled, the fields they do not use
+    hidden, and their typed extras, as the API server serves the forms."""
+    meta = {item["connection_type"]: item for item in airflow_server.get("/ui/connections/hook_meta").json()}
+    mwaa, composer = meta["airflow_api_mwaa"], meta["airflow_api_composer"]
+    assert mwaa["hook_name"] == "Amazon MWAA REST API (CoreModels capture)"
+    assert composer["hook_name"] == "Google Cloud Composer REST API (CoreModels capture)"
+    assert mwaa["standard_fields"]["host"]["title"] == "MWAA environment name"
+    assert composer["standard_fields"]["host"]["title"] == "Airflow web server URL"
+    for form in (mwaa, composer):
+        hidden = {name for name, field in form["standard_fields"].items() if field and field["hidden"]}
+        assert hidden == {"url_schema", "port", "login", "password"}
+    capture = {"concurrency", "pacing", "pacing_share", "timeout", "connect_timeout"}
+    assert (
+        set(mwaa["extra_fields"])
+        == {"aws_conn_id", "region_name", "endpoint_url", "inject_host_prefix"} | capture
+    )
+    assert set(composer["extra_fields"]) == {"gcp_conn_id", "verify", "ca_bundle"} | capture
+    assert mwaa["extra_fields"]["aws_conn_id"]["value"] == "aws_default"
+    assert composer["extra_fields"]["gcp_conn_id"]["value"] == "google_cloud_default"
+
+
 def test_provider_info_is_valid_for_airflow_and_links_the_documentation() -> None:
     """Checked against the provider-info schema of the installed Airflow (which names no
     documentation-url: an integration's external-doc-url carries it), and the link is the

@@ -329,3 +329,56 @@ def test_the_estate_captured_through_composer_is_the_estate_captured_directly(ai
     document = build_document(estate, audit(estate))
     assert document["fingerprint"] == direct_document(airflow_server)["fingerprint"]
     assert standin.issued == 1
+
+
+@pytest.mark.airflow_server
+def test_mwaa_connections_stored_in_the_metadata_database_capture_from_the_command_line(
+    airflow_server, tmp_path
+) -> None:
+    """Both connections kept where users keep them (``airflow connections add``): the
+    ``airflow_api_mwaa`` one and the ``aws`` one it names, which the amazon provider's hook, outside
+    a task, would not find there by itself. ``python -m ... capture --conn-id`` reads both."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from support.airflow_server import migrated_home
+
+    env = migrated_home(tmp_path / "home", tmp_path / "dags")
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    with MwaaStandIn(real_server_upstream(airflow_server), environment=ENV, keys={KEY: SECRET}) as standin:
+        extra = {"aws_conn_id": "aws_stored", "endpoint_url": standin.base_url, "inject_host_prefix": False}
+        aws = {"conn_type": "aws", "login": KEY, "password": SECRET, "extra": {"region_name": "eu-west-1"}}
+        for conn_id, conn in (
+            ("aws_stored", aws),
+            ("mwaa_stored", {"conn_type": "airflow_api_mwaa", "host": ENV, "extra": extra}),
+        ):
+            added = subprocess.run(
+                [airflow, "connections", "add", conn_id, "--conn-json", json.dumps(conn)],
+                capture_output=True, text=True, env=env, timeout=120,
+            )  # fmt: skip
+            assert added.returncode == 0, added.stderr
+        result = subprocess.run(
+            [sys.executable, "-m", "airflow_provider_coremodels", "capture", "--conn-id", "mwaa_stored",
+             "--out", str(tmp_path / "out")],
+            capture_output=True, text=True, env=env, timeout=180,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("captured 6 DAGs, 11 tasks, 4 assets")
+    assert SECRET not in result.stdout + result.stderr
+    assert standin.log and all(entry["problem"] is None for entry in standin.log)
+
+
+def test_mwaa_access_denied_names_the_permission_it_needs(mwaa) -> None:
+    """AccessDeniedException (the caller lacks airflow:InvokeRestApi on the Airflow role) is an
+    authentication failure (exit 3) that says which permission, on which resource, is missing."""
+    denied = (
+        403,
+        {"Message": "User is not authorized to access Airflow role"},
+        {"x-amzn-ErrorType": "AccessDeniedException"},
+    )
+    mwaa.fault = lambda path: denied
+    refused = pytest.raises(AuthError, match=rf"airflow:InvokeRestApi on .*:role/{ENV}/<Airflow role>")
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client, refused:
+        client.connect()
+    assert client.stats.retries == 0
