@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +99,10 @@ class CoreModelsExportOperator(BaseOperator):
         ``history/`` (0, the default, keeps all); ``latest.json``'s twin is always kept.
     :param history_max_age_days: and remove the entries captured more than this many days before
         this capture (None, the default: no age limit).
+
+    The capture, and each push, retry within a budget: 30 minutes, or three quarters of the task's
+    ``execution_timeout`` where that is less, so that one which cannot finish fails the task saying
+    why before Airflow's timeout ends it.
 
     The task's **CoreModels** link opens the page on the snapshot it stored.
     """
@@ -198,7 +203,7 @@ class CoreModelsExportOperator(BaseOperator):
                     "No sinks: the snapshot is audited and logged, but stored nowhere "
                     "(no baseline is kept for the next run's coverage and drift)"
                 )
-            retry = RetryPolicy()
+            retry = RetryPolicy(budget=task_budget(self.execution_timeout))
             sinks = settings.open_sinks(retry)
             with self.hook.get_conn(retry) as client, pushed_anyway() as pushed:
                 self._client = client
@@ -231,6 +236,16 @@ class CoreModelsExportOperator(BaseOperator):
         fail_on_sinks(self.log, result.failed)
         fail_on_findings(document, self.fail_on)
         return summary
+
+
+def task_budget(execution_timeout: timedelta | None) -> float:
+    """The seconds the capture, and each push, may take in all, retries included: the 30-minute
+    ``RETRY_BUDGET``, or three quarters of the task's ``execution_timeout`` where that is less
+    (``TASK_BUDGET_SHARE``), so that a capture that cannot finish gives up, and the log says why,
+    before Airflow's timeout ends the task."""
+    if execution_timeout is None:
+        return defaults.RETRY_BUDGET
+    return min(defaults.RETRY_BUDGET, execution_timeout.total_seconds() * defaults.TASK_BUDGET_SHARE)
 
 
 def operator_waivers(value: str | Sequence[Mapping[str, Any]] | None) -> tuple[Waiver, ...]:
