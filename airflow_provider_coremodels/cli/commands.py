@@ -165,7 +165,7 @@ def impact(args: argparse.Namespace) -> int:
     except QueryError as exc:
         raise UsageError(f"impact: {exc}") from None
     if args.format == "json":
-        emit(json.dumps(answer, indent=2, ensure_ascii=False))
+        emit(render_json(answer))
     elif args.format == "markdown":
         emit(render_impact_markdown(answer).rstrip("\n"))
     else:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import REPO
+from support.helpers import REPO, document_for
 from support.s3_server import BUCKET, SECRETS, S3Store, new_conn_id, running_s3
 
 from airflow_provider_coremodels.assistant import SnapshotQueries
@@ -124,6 +124,28 @@ def test_what_cannot_be_answered_is_one_line_and_exit_2(
     code, out, err = run(capsys, *argv)
     assert (code, out) == (2, "")
     assert err.splitlines() == [said] or err.startswith(said), err
+
+
+def test_a_name_that_would_drive_the_terminal_or_the_comment_is_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A DAG id and an asset URI are the deployment's words: a control character is written as an
+    escape in the table (never sent to the terminal), and markdown and mentions are made inert."""
+    evil = "load\x1b[31m_orders"
+    dags = [
+        {"dag_id": evil, "owners": ["t"], "description": "d", "is_paused": False},
+        {"dag_id": "report", "owners": ["t"], "description": "d", "is_paused": False},
+    ]
+    assets = {"assets": [{"uri": "s3://lake/@team|x", "producing_tasks": [{"dag_id": evil, "task_id": "t"}],
+                          "scheduled_dags": [{"dag_id": "report"}]}]}  # fmt: skip
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps(document_for(dags, {}, assets)))
+    code, out, err = run(capsys, evil, "--snapshot", str(path))
+    assert (code, err) == (0, "")
+    assert "\x1b" not in out and "load\\x1b[31m_orders" in out
+    code, out, _ = run(capsys, evil, "--snapshot", str(path), "--format", "markdown")
+    assert code == 0 and "\x1b" not in out
+    assert "| `s3://lake/@team\\|x` |" in out  # the pipe cannot end the cell
 
 
 # -- object storage: impact and the MCP server read the same sink ----------------------------
