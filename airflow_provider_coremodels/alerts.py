@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -139,9 +139,30 @@ def alert_context(result: ExportResult, page_url: str | None) -> dict[str, Any]:
         "text": changes.text(deployment, display_names(document)),
         "page_url": page_url,
         "summary": result.summary(),
-        # each DAG a new finding names, with its owners and how to reach them (where known)
-        "owners": owners_of(document, (_dag_of(f["subject"], dag_ids) for f in changes.new)),
+        # each DAG a new finding names (a broken file: the DAGs it held), with its owners and how to
+        # reach them (where known)
+        "owners": owners_of(document, _dags_named(changes.new, dag_ids, _broken_dags(document))),
     }
+
+
+def _broken_dags(document: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each broken file (a ``dag-import-error`` subject) and the DAGs it last held."""
+    return {
+        str(e.get("file")): [str(d) for d in e.get("dags") or ()]
+        for e in document.get("importErrors") or ()
+        if isinstance(e, Mapping)
+    }
+
+
+def _dags_named(
+    findings: Iterable[Mapping[str, Any]], dag_ids: set[str], broken: Mapping[str, list[str]]
+) -> Iterator[str]:
+    for finding in findings:
+        subject = str(finding["subject"])
+        if finding.get("code") == "dag-import-error" and subject in broken:
+            yield from broken[subject]
+        else:
+            yield _dag_of(subject, dag_ids)
 
 
 def checked_min_severity(value: Any) -> str:
