@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import REPO, document_for
+from support.helpers import CLI_GROUP, REPO, document_for
 from support.s3_server import BUCKET, SECRETS, S3Store, new_conn_id, running_s3
 
 from airflow_provider_coremodels.assistant import SnapshotQueries
@@ -146,6 +146,17 @@ def test_a_name_that_would_drive_the_terminal_or_the_comment_is_escaped(
     code, out, _ = run(capsys, evil, "--snapshot", str(path), "--format", "markdown")
     assert code == 0 and "\x1b" not in out
     assert "| `s3://lake/@team\\|x` |" in out  # the pipe cannot end the cell
+
+
+@CLI_GROUP
+def test_both_front_doors_answer_alike(tmp_path: Path) -> None:
+    from cli.test_audit_command import front_doors
+
+    module, airflow = front_doors(tmp_path, "impact", "load_orders", "--example")
+    assert (module.returncode, module.stdout) == (airflow.returncode, airflow.stdout) == (0, TABLE.encode())
+    module, airflow = front_doors(tmp_path, "impact", "load_order", "--example")
+    assert (module.returncode, module.stderr) == (airflow.returncode, airflow.stderr)
+    assert module.returncode == 2 and module.stderr.count(b"\n") == 1
 
 
 # -- object storage: impact and the MCP server read the same sink ----------------------------
