@@ -19,12 +19,15 @@ install: $(VENV)/.installed
 
 # The UI tests drive Debian's Chromium headless. Installed here when missing and we may (root
 # with apt-get, as on CI); otherwise those tests skip, unless COREMODELS_REQUIRE_BROWSER=1.
+# BROWSER=0 (`make test BROWSER=0`) leaves the machine alone: the UI tests then skip.
+BROWSER ?= 1
+CHROMIUM ?= /usr/bin/chromium
 browser:
-	@if [ -x /usr/bin/chromium ]; then :; \
+	@if [ "$(BROWSER)" = 0 ] || [ -x "$(CHROMIUM)" ] || [ -n "$$COREMODELS_CHROMIUM" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "installing Debian's chromium for the UI tests ..."; \
+		echo "make browser: $(CHROMIUM) is missing; installing Debian's chromium with apt-get for the UI tests (make test BROWSER=0 skips this, and those tests)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	else echo "note: /usr/bin/chromium is missing: the browser tests will skip (apt-get install chromium)"; fi
+	else echo "note: $(CHROMIUM) is missing: the browser tests will skip (apt-get install chromium; BROWSER=0 silences this)"; fi
 
 demo: install
 	$(PY) dev/demo.py

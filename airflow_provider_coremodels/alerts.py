@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import dataclasses
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.freshness import positive_number
 from airflow_provider_coremodels.core.owner_links import owners_of
 from airflow_provider_coremodels.core.render import display_names
-from airflow_provider_coremodels.core.rules import SEVERITY_ORDER
+from airflow_provider_coremodels.core.rules import FAIL_ON, SEVERITY_ORDER
 from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials
 
@@ -138,9 +139,63 @@ def alert_context(result: ExportResult, page_url: str | None) -> dict[str, Any]:
         "text": changes.text(deployment, display_names(document)),
         "page_url": page_url,
         "summary": result.summary(),
-        # each DAG a new finding names, with its owners and how to reach them (where known)
-        "owners": owners_of(document, (_dag_of(f["subject"], dag_ids) for f in changes.new)),
+        # each DAG a new finding names (a broken file: the DAGs it held), with its owners and how to
+        # reach them (where known)
+        "owners": owners_of(document, _dags_named(changes.new, dag_ids, _broken_dags(document))),
     }
+
+
+def _broken_dags(document: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each broken file (a ``dag-import-error`` subject) and the DAGs it last held."""
+    return {
+        str(e.get("file")): [str(d) for d in e.get("dags") or ()]
+        for e in document.get("importErrors") or ()
+        if isinstance(e, Mapping)
+    }
+
+
+def _dags_named(
+    findings: Iterable[Mapping[str, Any]], dag_ids: set[str], broken: Mapping[str, list[str]]
+) -> Iterator[str]:
+    for finding in findings:
+        subject = str(finding["subject"])
+        if finding.get("code") == "dag-import-error" and subject in broken:
+            yield from broken[subject]
+        else:
+            yield _dag_of(subject, dag_ids)
+
+
+def checked_min_severity(value: Any) -> str:
+    """An operator's ``notify_min_severity``: ``info``, ``warning`` or ``error`` (any case), as the
+    severity it names (``Warning``); else a ``UsageError``."""
+    severity = FAIL_ON.get(str(value).lower()) if isinstance(value, str) else None
+    if severity is None:
+        names = ", ".join(s.value.lower() for s in SEVERITY_ORDER)
+        raise UsageError(f"notify_min_severity must be one of {names}, got {value!r}")
+    return severity.value
+
+
+def to_tell(
+    result: ExportResult,
+    *,
+    min_severity: str = "Info",
+    first_export: bool = False,
+    logger: Any = log,
+) -> ExportResult:
+    """What the notifiers are told of one export: its new findings at ``min_severity`` and above, as
+    one digest (the findings below are counted in its text, not listed). The first export, with no
+    previous snapshot, records the baseline and tells nobody, unless ``first_export``: every open
+    finding would be "new", and a first day is not news. That is one line on ``logger``.
+    Metrics and the task's summary keep the whole of ``result.changes``."""
+    changes = result.changes
+    if changes.first and not first_export:
+        logger.info(
+            "first export (no previous snapshot): the baseline is recorded with %s open finding(s) "
+            "and no notifier is called (notify_first_export=True would call them)",
+            len(changes.new),
+        )
+        return dataclasses.replace(result, changes=dataclasses.replace(changes, new=(), resolved=()))
+    return dataclasses.replace(result, changes=changes.at_least(min_severity))
 
 
 def _dag_of(subject: str, dag_ids: set[str]) -> str:

@@ -86,8 +86,16 @@ class QueryError(CoreModelsError):
 # -- pages ----------------------------------------------------------------------------------
 
 
-def page(items: Sequence[T], offset: int, limit: int, convert: Callable[[T], Any] | None = None) -> JSON:
-    """One page of ``items``: those from ``offset``, at most ``limit`` (capped at ``MAX_LIMIT``).
+def page(
+    items: Sequence[T],
+    offset: int,
+    limit: int,
+    convert: Callable[[T], Any] | None = None,
+    *,
+    most: int | None = MAX_LIMIT,
+) -> JSON:
+    """One page of ``items``: those from ``offset``, at most ``limit`` (capped at ``most``, by default
+    ``MAX_LIMIT``; None: no cap, for the command line, which prints every item).
 
     ``truncated`` is true when more items follow this page; ``nextOffset`` is where they start.
     Only the items on the page are converted.
@@ -96,7 +104,7 @@ def page(items: Sequence[T], offset: int, limit: int, convert: Callable[[T], Any
         raise QueryError(f"offset must be 0 or more, got {offset}")
     if limit < 1:
         raise QueryError(f"limit must be 1 or more, got {limit}")
-    limit = min(limit, MAX_LIMIT)
+    limit = min(limit, most) if most is not None else limit
     chunk = items[offset : offset + limit]
     end = offset + len(chunk)
     more = end < len(items)
@@ -639,11 +647,19 @@ class SnapshotQueries:
         kind: Kind | None = None,
         depth: int | None = None,
         offset: int = 0,
-        limit: int = DEFAULT_LIMIT,
+        limit: int | None = DEFAULT_LIMIT,
+        upstream: bool = False,
     ) -> JSON:
         """Everything downstream of a DAG or asset, transitively: the assets it feeds, the DAGs that
         consume those, the DAGs it triggers or that wait on it (``via``), and on; each with its
-        distance and whether it is paused."""
+        distance and whether it is paused. What the MCP tool ``downstream_impact`` answers and the
+        ``impact`` command prints.
+
+        ``upstream`` walks the other way, against the data: what it depends on (the assets it
+        reads, the DAGs that produce them, the DAG it waits on or is triggered by, and on), with
+        no independent producers (every producer upstream is in the walk). ``limit=None`` puts
+        every affected node on the one page (the command line's answer, never an assistant's).
+        """
         graph = self._graph()
         identity = self._canonical(identity)
         if depth is not None and depth < 1:
@@ -658,7 +674,7 @@ class SnapshotQueries:
             distance = reached[key][0]
             if depth is not None and distance == depth:
                 continue
-            for target in self._out.get(key, ()):
+            for target in (self._in if upstream else self._out).get(key, ()):
                 if target not in reached:
                     reached[target] = (distance + 1, key)
                     queue.append(target)
@@ -675,9 +691,10 @@ class SnapshotQueries:
             out = _node_json(node)
             out["distance"] = distance
             out["reachedFrom"] = graph.node(came_from).id
-            if (link := graph.via.get((came_from, node.key))) in LINK_VIAS:
+            edge = (node.key, came_from) if upstream else (came_from, node.key)  # as the data runs
+            if (link := graph.via.get(edge)) in LINK_VIAS:
                 out["via"] = link  # triggered by, or waiting on, the DAG it was reached from
-            if node.kind == "asset":
+            if node.kind == "asset" and not upstream:
                 independent = sorted(
                     graph.node(p).id
                     for p in self._in.get(node.key, ())
@@ -693,6 +710,7 @@ class SnapshotQueries:
             start_json = {"identity": identity, "kind": found, "paused": self._paused(identity, found)}
         return {
             "start": start_json,
+            "direction": "upstream" if upstream else "downstream",
             "depth": depth,
             "summary": {
                 "assets": kinds["asset"],
@@ -702,7 +720,9 @@ class SnapshotQueries:
                 "externalDags": kinds["external"],
                 "maxDistance": max((reached[n.key][0] for n in affected), default=0),
             },
-            "affected": page(affected, offset, limit, item),
+            "affected": page(affected, offset, limit, item)
+            if limit is not None
+            else page(affected, 0, max(len(affected), 1), item, most=None),
         }
 
     def _paused(self, identity: str, kind: str) -> bool:

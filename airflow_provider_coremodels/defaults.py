@@ -44,6 +44,12 @@ CONNECT_TIMEOUT = 10.0
 #: (7 to 8 minutes: docs/capture.md), where ten minutes, the budget before that pacing, left a
 #: margin of two.
 RETRY_BUDGET = 1800.0
+#: The most of a task's ``execution_timeout`` the export operator gives its capture (and each push)
+#: as their budget, when that is less than ``RETRY_BUDGET``: a capture that gives up must say why
+#: (and the task log say it) before Airflow's timeout kills the task, which says only that it timed
+#: out. A quarter is left for the audit, the push and the log; the example DAG's 45 minutes give
+#: the whole 30-minute budget, a 30-minute timeout 22.5 minutes.
+TASK_BUDGET_SHARE = 0.75
 #: A waiver file larger than this is refused: waiver files are short lists written by people.
 MAX_WAIVER_FILE_BYTES = 16 << 20
 #: A rules file larger than this is refused, for the same reason.

@@ -38,7 +38,7 @@ from airflow_provider_coremodels.export import (
 )
 from airflow_provider_coremodels.input_files import read_stored
 from airflow_provider_coremodels.sinks import Sink, SinkResult
-from airflow_provider_coremodels.sinks.layout import LATEST
+from airflow_provider_coremodels.sinks.layout import HISTORY, LATEST
 
 
 @dataclass(frozen=True)
@@ -148,16 +148,34 @@ def read_parts(
 
 def location_name(location: str) -> str:
     """A deployment's name from where its snapshot is read: the last part of the path (a file's
-    name without ``.json``), or the bucket of an object-storage URI that has no path."""
+    name without ``.json``), or the bucket of an object-storage URI that has no path. A file a sink
+    wrote is named after its sink: ``a/latest.json`` and ``a/history/<entry>.json`` are ``a``'s
+    (every sink's newest document is a ``latest.json``, so its own name tells nothing)."""
     if "://" in location:
         parts = urlsplit(location)
         segments = [segment for segment in parts.path.split("/") if segment]
+        segments = _sink_of(segments)
         name = segments[-1] if segments else parts.netloc
     else:
         path = Path(location).expanduser()
-        name = path.name if path.is_dir() or path.suffix != ".json" else path.stem
+        if path.is_dir() or path.suffix != ".json":
+            name = path.name
+        else:
+            full = list(path.absolute().parts)
+            sink = _sink_of(full)
+            name = sink[-1] if sink != full and sink[-1] != path.anchor else path.stem
     name = "".join("_" if c in "/:=" else c for c in name).strip()
     return name or "deployment"
+
+
+def _sink_of(segments: list[str]) -> list[str]:
+    """The path segments of the sink a stored file belongs to: without ``latest.json``, or without
+    ``history/<entry>.json``; the segments as they are for any other file."""
+    if segments and segments[-1] == LATEST:
+        return segments[:-1]
+    if len(segments) >= 2 and segments[-2] == HISTORY and segments[-1].endswith(".json"):
+        return segments[:-2]
+    return segments
 
 
 def _why_stale(

@@ -62,3 +62,56 @@ def test_example_freshness_dags(dagbag) -> None:
     """Producers and consumers for the freshness rules (tests/operators/test_live_freshness.py)."""
     fresh = {dag_id for dag_id, dag in dagbag.dags.items() if Path(dag.fileloc).parent.name == "freshness"}
     assert fresh == {"orders_loader", "broken_feed", "orders_report", "feed_report", "drops_loader"}
+
+
+def _docs_rules_files() -> list[str]:
+    """Every rules file docs/findings.md shows in a YAML block: the first example and the
+    conventions to start from."""
+    import re
+
+    text = (REPO / "docs" / "findings.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
+    found = [block for block in blocks if re.search(r"^rules:", block, re.MULTILINE)]
+    assert len(found) >= 2, "docs/findings.md shows its rules files in YAML blocks"
+    return found
+
+
+def _audit_folder(folder: Path, rules: Path) -> dict:
+    import json
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", str(folder),
+         "--rules", str(rules), "--format", "json"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("index", range(len(_docs_rules_files())))
+def test_the_export_dag_passes_the_rules_files_the_docs_show(tmp_path: Path, index: int) -> None:
+    """Issue 37: the export DAG, "safe to copy as it is", follows what docs/findings.md recommends:
+    each rules file the page shows, run on it with ``audit --dag-folder``, finds nothing about it,
+    nor does any built-in rule. The same DAG without its retry or its team tag fails the
+    conventions, so the rules did run on it."""
+    import shutil
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(_docs_rules_files()[index])
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    shutil.copy(REPO / "example_dags" / "coremodels_export.py", folder)
+    document = _audit_folder(folder, rules)
+    assert document["policy"]["rules"], "the rules file was read"
+    about = [f for f in document["findings"] if f["subject"].split(".")[0] == "coremodels_export"]
+    assert about == []
+
+    if "policy-retries" in rules.read_text():  # the conventions: a control without retry and team tag
+        source = (folder / "coremodels_export.py").read_text()
+        careless = source.replace('"retries": 1,', "").replace(', "team:platform"', "")
+        assert careless != source
+        (folder / "coremodels_export.py").write_text(careless)
+        found = {f["code"] for f in _audit_folder(folder, rules)["findings"]}
+        assert {"policy-retries", "policy-team-tag"} <= found

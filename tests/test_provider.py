@@ -85,6 +85,7 @@ def test_cli_commands_build_for_airflow() -> None:
     assert [c.name for c in group.subcommands] == [
         "audit",
         "lineage",
+        "impact",
         "merge",
         "capture",
         "export",

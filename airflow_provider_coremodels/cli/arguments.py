@@ -539,6 +539,59 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ),
     ),
     CommandSpec(
+        name="impact",
+        help="What lies downstream (or upstream) of a DAG or asset, from a snapshot",
+        description=(
+            "Walk the lineage from one DAG or asset, with the data (downstream: what it feeds, who "
+            "consumes that, on) or against it (--upstream), and list every DAG and asset reached with "
+            "its distance, state and open findings: the answer the MCP tool downstream_impact gives. "
+            "--snapshot reads a document, a file sink's directory, an object-storage sink or SINK@REF."
+        ),
+        func="airflow_provider_coremodels.cli.commands:impact",
+        args=(
+            ArgSpec(("id",), {"metavar": "ID", "help": "the dag_id or asset URI to start from"}),
+            *(arg for arg in AUDIT_INPUTS if arg.flags[0] not in ("--snapshot", "--baseline")),
+            ArgSpec(
+                ("--snapshot",),
+                {
+                    "metavar": "S",
+                    "help": "a stored snapshot: a document, a file sink's directory, an object-storage "
+                    "sink (s3://bucket/prefix, with --sink-conn-id) or SINK@REF (one history entry)",
+                },
+            ),
+            SINK_CONN_ID,
+            ArgSpec(
+                ("--upstream",),
+                {"action": "store_true", "help": "walk against the data: what ID depends on"},
+            ),
+            ArgSpec(
+                ("--depth",),
+                {
+                    "type": _depth,
+                    "metavar": "N",
+                    "help": "stop N edges away, 1 to 50 (default: no limit, the whole reach)",
+                },
+            ),
+            ArgSpec(
+                ("--kind",),
+                {
+                    "choices": ("dag", "asset"),
+                    "help": "dag or asset: needed only where a DAG and an asset share the name (@asset)",
+                },
+            ),
+            ArgSpec(
+                ("--format",),
+                {
+                    "choices": COMPARE_FORMATS,
+                    "default": "table",
+                    "help": "table, json (the MCP tool's answer, every node on one page) or markdown "
+                    "(default: table)",
+                },
+            ),
+            MAX_ARTIFACT_BYTES,
+        ),
+    ),
+    CommandSpec(
         name="merge",
         help="Merge the snapshots of several deployments into one estate and audit it",
         description=(
@@ -686,9 +739,10 @@ COMMANDS: tuple[CommandSpec, ...] = (
         name="mcp",
         help="Serve a stored snapshot to assistants over MCP (stdio), read-only",
         description=(
-            "Read one snapshot document (or a file sink's directory: its latest.json) and serve it over "
-            "the Model Context Protocol on stdin/stdout: its facts, findings, datasets, lineage, "
-            "downstream impact and drift, as read-only tools for an assistant. Needs the mcp extra."
+            "Read one stored snapshot (a document, a file sink's directory or an object-storage sink) "
+            "and serve it over the Model Context Protocol on stdin/stdout: its facts, findings, "
+            "datasets, lineage, downstream impact and drift, as read-only tools for an assistant. "
+            "Needs the mcp extra."
         ),
         func="airflow_provider_coremodels.cli.commands:mcp",
         args=(
@@ -697,16 +751,19 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 {
                     "metavar": "S",
                     "required": True,
-                    "help": "the snapshot document to serve, or a file sink's directory (its latest.json)",
+                    "help": "the snapshot to serve: a document, a file sink's directory (its latest.json), "
+                    "an object-storage sink (s3://bucket/prefix, with --sink-conn-id) or SINK@REF",
                 },
             ),
             ArgSpec(
                 ("--baseline",),
                 {
                     "metavar": "S",
-                    "help": "a previous snapshot document (or a file sink's directory) for the drift tool",
+                    "help": "a previous snapshot for the drift tool, read as --snapshot is (a tool call "
+                    "may name another, a local file only)",
                 },
             ),
+            SINK_CONN_ID,
             WAIVERS,
             ArgSpec(
                 ("--rules",),

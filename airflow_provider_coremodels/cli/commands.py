@@ -8,7 +8,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from airflow_provider_coremodels.input_files import (
 
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
+    from airflow_provider_coremodels.core import Baseline
     from airflow_provider_coremodels.core.compare import Side
     from airflow_provider_coremodels.sinks import SinkResult
     from airflow_provider_coremodels.sinks.history import HistoryReader
@@ -137,6 +138,38 @@ def lineage(args: argparse.Namespace) -> int:
     if note:
         sys.stderr.write(f"note: {printable(note)}\n")
     emit(text)
+    return EXIT_OK
+
+
+def impact(args: argparse.Namespace) -> int:
+    """``impact``: what lies downstream (``--upstream``: upstream) of one DAG or asset, answered by
+    the same function as the MCP tool ``downstream_impact`` (``SnapshotQueries.impact``), printed
+    as a table, JSON (that answer, every node on one page) or markdown."""
+    from airflow_provider_coremodels.assistant import QueryError, SnapshotQueries
+    from airflow_provider_coremodels.core.impact import render_impact_markdown, render_impact_table
+
+    waivers = read_waivers(args.waivers) if args.waivers else ()
+    policy = read_rules(args.rules) if args.rules else None
+    if args.snapshot and not (args.example or args.dags or args.tasks or args.datasets):
+        location, data = stored_bytes(args.snapshot, args.sink_conn_id)
+        queries = SnapshotQueries(
+            data, source=location, waivers=waivers, waivers_source=args.waivers, policy=policy
+        )
+    else:  # artifacts or the example estate: audited as lineage audits them, then asked alike
+        if args.sink_conn_id:
+            raise UsageError("impact --sink-conn-id goes with an object-storage --snapshot")
+        document = _audited_document(argparse.Namespace(**{**vars(args), "baseline": None}), "impact")
+        queries = SnapshotQueries(render_json(document).encode(), source=args.dags or "the example estate")
+    try:
+        answer = queries.impact(args.id, kind=args.kind, depth=args.depth, limit=None, upstream=args.upstream)
+    except QueryError as exc:
+        raise UsageError(f"impact: {exc}") from None
+    if args.format == "json":
+        emit(render_json(answer))
+    elif args.format == "markdown":
+        emit(render_impact_markdown(answer).rstrip("\n"))
+    else:
+        emit(render_impact_table(answer))
     return EXIT_OK
 
 
@@ -618,8 +651,15 @@ def mcp(args: argparse.Namespace) -> int:
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
-    queries = SnapshotQueries.open(
-        args.snapshot, waivers=waivers, waivers_source=args.waivers, baseline=args.baseline, policy=policy
+    _, data = stored_bytes(args.snapshot, args.sink_conn_id)
+    queries = SnapshotQueries(
+        data,
+        source=args.snapshot,
+        waivers=waivers,
+        waivers_source=args.waivers,
+        baseline=args.baseline,
+        policy=policy,
+        baseline_reader=_startup_baseline(args.baseline, args.sink_conn_id),
     )
     facts = queries.facts(lossiness_limit=1)["facts"] or {}  # counted, not as the document claims
     fingerprint = (queries.head.fingerprint or "none")[:64]
@@ -632,6 +672,26 @@ def mcp(args: argparse.Namespace) -> int:
     with contextlib.suppress(KeyboardInterrupt):  # a client that stops its server: not an error
         serve(queries)
     return EXIT_OK
+
+
+def _startup_baseline(given: str | None, sink_conn_id: str | None) -> Callable[[str], Baseline]:
+    """How ``mcp`` reads a baseline: the one it was started with from wherever a sink may be (the
+    one bounded reader, ``stored_bytes``); one an assistant names in a call, as a local file only,
+    so that a call can never make the server read a store with the connection's credentials."""
+    from airflow_provider_coremodels.assistant import read_baseline as read_local_baseline
+    from airflow_provider_coremodels.core.document import load_document
+    from airflow_provider_coremodels.errors import SnapshotDocumentError
+
+    def read(path: str) -> Baseline:
+        if given is None or path != given:
+            return read_local_baseline(path)
+        location, data = stored_bytes(path, sink_conn_id)
+        try:
+            return load_document(data).as_baseline()
+        except SnapshotDocumentError as exc:
+            raise exc.with_source(location) from None
+
+    return read
 
 
 def generate(args: argparse.Namespace) -> int:

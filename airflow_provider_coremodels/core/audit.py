@@ -261,8 +261,10 @@ def _starved_by(
 
 
 def dag_import_error(file: BrokenFile, sides: Mapping[str, Sides], dags: Mapping[str, Dataset]) -> Finding:
-    """A file that does not import: the DAGs it held, the error, and the consumers left waiting
-    on what only those DAGs produced."""
+    """A file that does not import: the DAGs it held, the error, the consumers left waiting on what
+    only those DAGs produced, and last the owners of its DAGs, who must fix it (as they last parsed;
+    left out when none is known). The contract fixes the message, and the detail's naming of the
+    DAGs and the error; the owners ride at the detail's end."""
     detail = f"dags: {', '.join(file.dags) if file.dags else 'none'}; {file.error}"
     starving = []
     for uri in file.assets():
@@ -272,7 +274,19 @@ def dag_import_error(file: BrokenFile, sides: Mapping[str, Sides], dags: Mapping
             starving.append(f"{', '.join(consumers)} (through {uri})")
     if starving:
         detail += "; starves: " + "; ".join(starving)
+    if owners := broken_owners(file, dags):
+        detail += f"; owners: {', '.join(owners)}"
     return make_finding("dag-import-error", file.file, detail)
+
+
+def broken_owners(file: BrokenFile, dags: Mapping[str, Dataset]) -> list[str]:
+    """The owners of the DAGs a broken file last held, each once, sorted."""
+    owners: set[str] = set()
+    for dag_id in file.dags:
+        dag = dags.get(dag_id)
+        if dag is not None:
+            owners.update(o for o in dag.metadata.get("airflow.owners", "").split(",") if o)
+    return sorted(owners)
 
 
 def dag_no_description(dag: Dataset) -> Finding | None:

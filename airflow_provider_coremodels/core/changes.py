@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import msgspec
@@ -33,9 +33,21 @@ class FindingChanges:
     resolved: tuple[dict[str, Any], ...]
     first: bool = False  # no previous snapshot: every open finding is new
     by_severity: dict[str, int] = field(default_factory=dict)
+    #: New findings below the least severity a digest lists (``at_least``): counted, not listed.
+    held_back: int = 0
+    least: str | None = None
 
     def summary(self) -> dict[str, int]:
         return {"new": len(self.new), "resolved": len(self.resolved)}
+
+    def at_least(self, severity: str) -> FindingChanges:
+        """These changes as a digest at ``severity`` and above: the new and resolved findings below
+        it are left out (the new ones counted in ``held_back``); what is open is unchanged."""
+        least = severity_rank(severity)
+        new = tuple(f for f in self.new if severity_rank(str(f.get("severity"))) >= least)
+        resolved = tuple(f for f in self.resolved if severity_rank(str(f.get("severity"))) >= least)
+        held_back = self.held_back + len(self.new) - len(new)
+        return replace(self, new=new, resolved=resolved, held_back=held_back, least=severity)
 
     def text(self, deployment: str | None, names: Mapping[str, str] | None = None) -> str:
         """A message a person reads in an e-mail or a chat: a line each, the most severe first."""
@@ -46,6 +58,8 @@ class FindingChanges:
         if self.resolved:
             lines.append(f"{len(self.resolved)} resolved since the last export:")
             lines.extend(f"- {finding_line(f, names)}" for f in by_severity(self.resolved))
+        if self.held_back:
+            lines.append(f"{self.held_back} more new below {self.least}, not listed")
         return "\n".join(lines)
 
 

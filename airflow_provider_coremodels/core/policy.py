@@ -24,9 +24,9 @@ import fnmatch
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
@@ -45,6 +45,10 @@ from airflow_provider_coremodels.core.rules import (
 )
 from airflow_provider_coremodels.core.team_files import quote, read_team_file, unknown_keys
 from airflow_provider_coremodels.errors import RulesFileError
+
+T = TypeVar("T")
+#: The most errors one refusal lists (a file with more says how many more): a line a person reads.
+MAX_ERRORS_SAID = 10
 
 RULE_KEYS = ("code", "severity", "message", "help", "require", "where")
 #: The longest glob, message and help text a rule may give.
@@ -557,7 +561,11 @@ def parse_rules(data: bytes | str) -> Policy:
 
 
 def rules_from_value(value: Any) -> Policy:
-    """Check rules given as plain data: a parsed file, or the operators' ``rules`` argument."""
+    """Check rules given as plain data: a parsed file, or the operators' ``rules`` argument.
+
+    Every rule is checked, and every part of each, before the file is refused: one error is said
+    as it is, several in one message (``has 3 errors: rules[0] ...; rules[2] ...``), so that a
+    person fixes the file in one pass, and the command line still says it in one line."""
     if isinstance(value, dict):
         if unknown := unknown_keys(value, ("rules",)):
             raise RulesFileError(unknown)
@@ -565,42 +573,80 @@ def rules_from_value(value: Any) -> Policy:
     if not isinstance(value, list):
         raise RulesFileError('must be a list of rules (or {"rules": [...]})')
     rules: list[PolicyRule] = []
+    errors: list[str] = []
     first_of: dict[str, int] = {}
     for i, entry in enumerate(value):
-        rule = _rule(entry, f"rules[{i}]")
-        if rule.code in first_of:
-            raise _fail(f"rules[{i}].code", f"{rule.code} repeats the code of rules[{first_of[rule.code]}]")
-        first_of[rule.code] = i
-        rules.append(rule)
+        rule = _rule(entry, f"rules[{i}]", errors)
+        code = entry.get("code") if isinstance(entry, dict) else None
+        if not isinstance(code, str) or not is_policy_code(code):
+            pass  # said by _rule
+        elif code in first_of:
+            errors.append(f"rules[{i}].code {code} repeats the code of rules[{first_of[code]}]")
+        else:
+            first_of[code] = i
+        if rule is not None:
+            rules.append(rule)
+    if len(errors) == 1:
+        raise RulesFileError(errors[0])
+    if errors:
+        listed = "; ".join(errors[:MAX_ERRORS_SAID])
+        more = f"; and {len(errors) - MAX_ERRORS_SAID} more" if len(errors) > MAX_ERRORS_SAID else ""
+        raise RulesFileError(f"has {len(errors)} errors: {listed}{more}")
     return Policy(tuple(rules))
 
 
-def _rule(entry: Any, where: str) -> PolicyRule:
+def _rule(entry: Any, where: str, errors: list[str]) -> PolicyRule | None:
+    """One rule, or None with each of its problems added to ``errors`` (its parts are checked
+    apart: a rule's unknown key does not hide its bad severity)."""
     if not isinstance(entry, dict):
-        raise _fail(where, "must be a mapping with code and require (and severity, message, help, where)")
+        errors.append(f"{where} must be a mapping with code and require (and severity, message, help, where)")
+        return None
+    before = len(errors)
     if unknown := unknown_keys(entry, RULE_KEYS):
-        raise _fail(where, unknown)
-    code = entry.get("code")
+        errors.append(f"{where} {unknown}")
+    code = _part(errors, _code, entry.get("code"), f"{where}.code")
+    severity = _part(errors, _severity, entry.get("severity", Severity.WARNING.value), f"{where}.severity")
+    check = _part(errors, _require, entry.get("require"), f"{where}.require")
+    scope = _part(errors, _scope, entry.get("where"), f"{where}.where")
+    message = help_text = None
+    if "message" in entry:
+        message = _part(errors, _text, entry["message"], f"{where}.message", MAX_MESSAGE_CHARS)
+    if "help" in entry:
+        help_text = _part(errors, _text, entry["help"], f"{where}.help", MAX_HELP_CHARS)
+    if len(errors) > before:
+        return None
+    assert code is not None and severity is not None and check is not None and scope is not None
+    return PolicyRule(
+        code,
+        severity,
+        message if message is not None else check.message(),
+        help_text if help_text is not None else _default_help(check, scope),
+        check,
+        scope,
+    )
+
+
+def _part(errors: list[str], read: Callable[..., T], *args: Any) -> T | None:
+    """``read(*args)``, or None with its problem added to ``errors``."""
+    try:
+        return read(*args)
+    except RulesFileError as exc:
+        errors.append(exc.problem)
+        return None
+
+
+def _code(code: Any, where: str) -> str:
     if not isinstance(code, str) or not code:
-        raise _fail(f"{where}.code", "must be a non-empty string starting with policy-")
+        raise _fail(where, "must be a non-empty string starting with policy-")
     if not code.startswith(POLICY_PREFIX):
-        raise _fail(f"{where}.code", f"{quote(code)} must start with {POLICY_PREFIX}")
+        raise _fail(where, f"{quote(code)} must start with {POLICY_PREFIX}")
     if not is_policy_code(code) or code in BY_CODE:
         raise _fail(
-            f"{where}.code",
+            where,
             f"{quote(code)} must be {POLICY_PREFIX} then lowercase letters, digits and single hyphens, "
             f"at most {MAX_CODE_CHARS} characters",
         )
-    severity = _severity(entry.get("severity", Severity.WARNING.value), f"{where}.severity")
-    check = _require(entry.get("require"), f"{where}.require")
-    scope = _scope(entry.get("where"), f"{where}.where")
-    message = check.message()
-    if "message" in entry:
-        message = _text(entry["message"], f"{where}.message", MAX_MESSAGE_CHARS)
-    help_text = _default_help(check, scope)
-    if "help" in entry:
-        help_text = _text(entry["help"], f"{where}.help", MAX_HELP_CHARS)
-    return PolicyRule(code, severity, message, help_text, check, scope)
+    return code
 
 
 def _severity(value: Any, where: str) -> Severity:

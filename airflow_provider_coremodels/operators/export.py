@@ -8,13 +8,21 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.alerts import as_notifiers, checked_deadline, notify, send_metrics
+from airflow_provider_coremodels.alerts import (
+    as_notifiers,
+    checked_deadline,
+    checked_min_severity,
+    notify,
+    send_metrics,
+    to_tell,
+)
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.policy import Policy, rules_from_value
 from airflow_provider_coremodels.core.render import (
@@ -73,9 +81,15 @@ class CoreModelsExportOperator(BaseOperator):
         by default ``airflow_api_conn_id``: what tells deployments apart when snapshots are merged.
     :param on_new_findings: a notifier (any ``BaseNotifier``: ``SmtpNotifier``, ``SlackNotifier``,
         ...) or a list of them, called after the push when a finding is open now that was not
-        open in the previous stored snapshot. Its templates see the task's context and
-        ``coremodels`` (``new_findings``, ``resolved_findings``, ``text``, ``page_url``, ...;
-        docs/alerts.md). A notifier that fails is logged and never fails the task.
+        open in the previous stored snapshot. Each is called once per export, with one digest of
+        every such finding: its templates see the task's context and ``coremodels``
+        (``new_findings``, ``resolved_findings``, ``text``, ``page_url``, ...; docs/alerts.md).
+        A notifier that fails is logged and never fails the task.
+    :param notify_min_severity: ``info`` (the default), ``warning`` or ``error``: the least severity
+        a new finding must have to call the notifiers; the digest lists those, and counts the rest.
+    :param notify_first_export: call the notifiers on the first export too (off by default): with
+        no previous snapshot in the sinks, every open finding is "new", so the first export records
+        the baseline and says so in one log line, and the next export tells what changed since.
     :param notifier_timeout: the seconds each notifier may take (10 by default); one that has not
         returned by then is abandoned, with a line in the log, and the next one is called.
     :param metrics: send the export's metrics (open findings per severity and code, new and
@@ -85,6 +99,10 @@ class CoreModelsExportOperator(BaseOperator):
         ``history/`` (0, the default, keeps all); ``latest.json``'s twin is always kept.
     :param history_max_age_days: and remove the entries captured more than this many days before
         this capture (None, the default: no age limit).
+
+    The capture, and each push, retry within a budget: 30 minutes, or three quarters of the task's
+    ``execution_timeout`` where that is less, so that one which cannot finish fails the task saying
+    why before Airflow's timeout ends it.
 
     The task's **CoreModels** link opens the page on the snapshot it stored.
     """
@@ -117,6 +135,8 @@ class CoreModelsExportOperator(BaseOperator):
         stale_tolerance: float = defaults.STALE_TOLERANCE,
         deployment: str | None = None,
         on_new_findings: Any = None,
+        notify_min_severity: str = "info",
+        notify_first_export: bool = False,
         notifier_timeout: float = defaults.NOTIFIER_TIMEOUT,
         metrics: bool = True,
         history_keep: int = 0,
@@ -136,6 +156,8 @@ class CoreModelsExportOperator(BaseOperator):
         self.stale_tolerance = stale_tolerance
         self.deployment = deployment
         self.on_new_findings = on_new_findings
+        self.notify_min_severity = notify_min_severity
+        self.notify_first_export = notify_first_export
         self.notifier_timeout = notifier_timeout
         self.metrics = metrics
         self.coremodels_page_url: str | None = None  # set once a snapshot is pushed: the task's link
@@ -161,6 +183,7 @@ class CoreModelsExportOperator(BaseOperator):
 
         try:
             deadline = checked_deadline(self.notifier_timeout)
+            least = checked_min_severity(self.notify_min_severity)
             settings = ExportSettings(  # every argument checked here, before anything is captured
                 sinks=self.sinks,
                 sink_conn_id=self.sink_conn_id,
@@ -180,7 +203,7 @@ class CoreModelsExportOperator(BaseOperator):
                     "No sinks: the snapshot is audited and logged, but stored nowhere "
                     "(no baseline is kept for the next run's coverage and drift)"
                 )
-            retry = RetryPolicy()
+            retry = RetryPolicy(budget=task_budget(self.execution_timeout))
             sinks = settings.open_sinks(retry)
             with self.hook.get_conn(retry) as client, pushed_anyway() as pushed:
                 self._client = client
@@ -200,17 +223,29 @@ class CoreModelsExportOperator(BaseOperator):
         if self.metrics:
             deployment = str(document["state"].get("deployment") or self.airflow_api_conn_id)
             send_metrics(result, deployment, logger=self.log)
-        notify(
-            as_notifiers(self.on_new_findings),
-            context,
-            result,
-            self.coremodels_page_url,
-            deadline=deadline,
-            logger=self.log,
-        )
+        if self.on_new_findings:
+            told = to_tell(result, min_severity=least, first_export=self.notify_first_export, logger=self.log)
+            notify(
+                as_notifiers(self.on_new_findings),
+                context,
+                told,
+                self.coremodels_page_url,
+                deadline=deadline,
+                logger=self.log,
+            )
         fail_on_sinks(self.log, result.failed)
         fail_on_findings(document, self.fail_on)
         return summary
+
+
+def task_budget(execution_timeout: timedelta | None) -> float:
+    """The seconds the capture, and each push, may take in all, retries included: the 30-minute
+    ``RETRY_BUDGET``, or three quarters of the task's ``execution_timeout`` where that is less
+    (``TASK_BUDGET_SHARE``), so that a capture that cannot finish gives up, and the log says why,
+    before Airflow's timeout ends the task."""
+    if execution_timeout is None:
+        return defaults.RETRY_BUDGET
+    return min(defaults.RETRY_BUDGET, execution_timeout.total_seconds() * defaults.TASK_BUDGET_SHARE)
 
 
 def operator_waivers(value: str | Sequence[Mapping[str, Any]] | None) -> tuple[Waiver, ...]:

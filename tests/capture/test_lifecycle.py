@@ -198,7 +198,7 @@ def test_an_estate_changed_step_by_step(estate: Estate) -> None:
     assert "load_orders" in {d["identity"] for d in broken["datasets"]}
     assert findings(broken) == {
         ("dag-import-error", BROKEN): "dags: load_orders; NameError: name 'undefined_name' is not defined; "
-        "starves: daily_revenue, mover, orders_reader (through s3://lake/orders)",
+        "starves: daily_revenue, mover, orders_reader (through s3://lake/orders); owners: team",
         ("asset-unproduced", ORDERS): STARVED_ORDERS,
     }
     assert [(f["file"], f["dags"]) for f in broken["importErrors"]] == [(BROKEN, ["load_orders"])]
@@ -214,7 +214,7 @@ def test_an_estate_changed_step_by_step(estate: Estate) -> None:
     }
     assert findings(deleted) == {
         ("dag-import-error", BROKEN): "dags: load_orders; NameError: name 'undefined_name' is not defined; "
-        "starves: daily_revenue, mover, orders_reader (through s3://lake/orders)",
+        "starves: daily_revenue, mover, orders_reader (through s3://lake/orders); owners: team",
         ("asset-unproduced", ORDERS): STARVED_ORDERS,
         ("asset-unproduced", TMP): "consumers: tmp_reader",
         ("dataset-removed", "cleanup"): "was a DAG",

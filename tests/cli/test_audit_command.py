@@ -381,3 +381,14 @@ def test_a_bad_rules_file_is_one_line_and_exit_2(capsys, tmp_path: Path) -> None
     )
     code, _, err = run(capsys, "audit", "--example", "--rules", str(tmp_path / "missing.yaml"))
     assert code == 2 and err.startswith(f"error: rules file {tmp_path / 'missing.yaml'} cannot be read")
+    rules.write_text(
+        "rules:\n  - {code: policy-a, require: {dag_id: '(a|b'}}\n"
+        "  - {code: policy-b, severity: High, require: {tag: x}}\n"
+    )
+    code, out, err = run(capsys, "audit", "--example", "--rules", str(rules))
+    assert (code, out) == (2, "")  # every error at once, still one line
+    assert err == (
+        f"error: rules file {rules} has 2 errors: rules[0].require.dag_id '(a|b' does not compile: "
+        "missing ), unterminated subpattern at position 0; rules[1].severity 'High' is not a severity; "
+        "expected Info, Warning or Error\n"
+    )

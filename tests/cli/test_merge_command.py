@@ -143,6 +143,25 @@ def test_two_snapshots_of_one_deployment_are_refused(capsys, etl: Path) -> None:
     assert "deployment etl is given twice" in err
 
 
+def test_a_sink_s_stored_files_are_named_after_the_sink(capsys, tmp_path: Path, etl: Path, bi: Path) -> None:
+    """Issue 37: ``merge a/latest.json b/latest.json`` names each deployment after its sink's
+    directory, as the directories themselves would be (not ``latest``, given twice); a history
+    entry too; a plain document keeps its own name."""
+    FileSink(tmp_path / "bi_sink").push(json.loads(bi.read_text()))
+    [entry] = (etl / "history").glob("*.json")
+    for sources in (
+        [str(etl / "latest.json"), str(tmp_path / "bi_sink" / "latest.json")],
+        [str(entry), str(tmp_path / "bi_sink" / "latest.json")],
+    ):
+        code, out, err = run(capsys, "merge", *sources, "--format", "json")
+        assert (code, err) == (0, ""), sources
+        document = json.loads(out)
+        assert document["state"]["deployments"] == ["bi_sink", "etl"], sources
+        assert not [r for r in document["lossiness"] if "names itself" in r["message"]]  # etl is etl
+    code, out, _ = run(capsys, "merge", str(etl / "latest.json"), str(bi), "--format", "json")
+    assert code == 0 and json.loads(out)["state"]["deployments"] == ["bi", "etl"]
+
+
 @CLI_GROUP
 def test_both_front_doors_merge_alike(tmp_path: Path, etl: Path, bi: Path) -> None:
     module, airflow = front_doors(tmp_path, "merge", str(etl), f"bi={bi}")

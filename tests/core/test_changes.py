@@ -75,3 +75,29 @@ def test_alerts_and_compare_count_the_same_changes_between_two_stored_documents(
     assert sorted(keys(alerts.resolved)) == sorted(
         (c.finding.code, c.finding.subject) for c in comparison.closed
     )
+
+
+def test_a_digest_at_a_minimum_severity_lists_those_at_or_above_it_and_counts_the_rest() -> None:
+    """``at_least``: what notifiers are told at ``notify_min_severity``; what is open stays whole."""
+    before = [finding("dag-no-owner", "gone", severity="Info"),
+              finding("dag-no-owner", "fixed", severity="Warning")]  # fmt: skip
+    now = [
+        finding("dag-no-description", "a", severity="Info"),
+        finding("dag-no-owner", "b", severity="Warning"),
+        finding("dag-import-error", "c", severity="Error"),
+        finding("dag-no-description", "d", severity="Info"),
+    ]
+    digest = finding_changes(now, before).at_least("Warning")
+    assert keys(digest.new) == [("dag-no-owner", "b"), ("dag-import-error", "c")]
+    assert keys(digest.resolved) == [("dag-no-owner", "fixed")]
+    assert digest.held_back == 2 and len(digest.open) == 4
+    assert digest.text("prod").splitlines() == [
+        "2 CoreModels findings in prod new since the last export:",
+        "- Error dag-import-error c: dag-import-error c",
+        "- Warning dag-no-owner b: dag-no-owner b",
+        "1 resolved since the last export:",
+        "- Warning dag-no-owner fixed: dag-no-owner fixed",
+        "2 more new below Warning, not listed",
+    ]
+    assert finding_changes(now, before).at_least("Info").new == finding_changes(now, before).new
+    assert finding_changes(now, before).at_least("Info").held_back == 0

@@ -476,6 +476,48 @@ def test_a_malformed_rules_file_is_refused_naming_the_rule_and_the_key(
     assert "\n" not in message and len(message) < 400  # one line, quoting little of the file
 
 
+def test_a_rules_file_s_every_error_is_said_at_once_in_one_line() -> None:
+    """Issue 37: not only the first. Each rule, and each part of a rule, is checked: an unknown key
+    does not hide a missing check, a bad severity does not hide a bad regex; in file order."""
+    text = (
+        "rules:\n"
+        "  - {code: policy-team-tag, requires: {tag: 'team:*'}}\n"
+        "  - {code: policy-fine, require: {tag: x}}\n"
+        "  - {code: policy-bad, severity: Critical, require: {dag_id: 'team_('}}\n"
+        "  - {code: policy-team-tag, require: {schedule: maybe}}\n"
+        "  - {code: team-tag, require: {tag: x}, where: {paused: maybe}}\n"
+    )
+    with pytest.raises(RulesFileError) as caught:
+        parse_rules(text)
+    message = str(caught.value)
+    assert "\n" not in message
+    head, _, listed = message.partition(": ")
+    assert head == "rules file has 8 errors"
+    said = [
+        "rules[0] has unknown key(s) requires",
+        "rules[0].require must be a mapping naming exactly one check",
+        "rules[2].severity 'Critical' is not a severity",
+        "rules[2].require.dag_id 'team_(' does not compile",
+        "rules[3].require.schedule must be true or false",
+        "rules[3].code policy-team-tag repeats the code of rules[0]",
+        "rules[4].code 'team-tag' must start with policy-",
+        "rules[4].where.paused must be true or false",
+    ]
+    positions = [listed.find(part) for part in said]
+    assert -1 not in positions and positions == sorted(positions), listed
+    assert "rules[1]" not in listed
+
+
+def test_a_rules_file_with_many_errors_lists_ten_and_counts_the_rest() -> None:
+    text = "rules:\n" + "".join(f"  - {{code: policy-r{i}, require: {{tagg: x}}}}\n" for i in range(25))
+    with pytest.raises(RulesFileError) as caught:
+        parse_rules(text)
+    message = str(caught.value)
+    assert message.startswith("rules file has 25 errors: rules[0].require has unknown key(s) tagg")
+    assert "rules[9].require" in message and "rules[10]" not in message
+    assert message.endswith("; and 15 more") and "\n" not in message
+
+
 def test_a_rules_file_of_six_levels_is_accepted_at_the_waiver_files_bound() -> None:
     """The deepest real rules file (rules > list > rule > require > owner_in > name) is six levels."""
     assert len(parse_rules("rules:\n  - code: policy-a\n    require:\n      owner_in: [a]\n").rules) == 1

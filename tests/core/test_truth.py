@@ -96,7 +96,7 @@ def test_a_broken_files_dag_is_kept_and_produces_nothing() -> None:
     assert edges(document) == {("report", ORDERS)}
     assert codes(document) == {
         ("dag-import-error", "dags-folder/load_orders.py"): "dags: load_orders; NameError: boom; "
-        "starves: report (through s3://lake/orders)",
+        "starves: report (through s3://lake/orders); owners: team",  # who must fix it, last
         ("asset-unproduced", ORDERS): "consumers: report; its producer load_orders does not import "
         "(dags-folder/load_orders.py)",
     }
@@ -114,6 +114,18 @@ def test_a_broken_files_dag_is_kept_and_produces_nothing() -> None:
     ]
     [said] = messages(document, "load_orders")
     assert "does not import" in said and "not counted as lineage" in said
+
+
+def test_a_broken_files_finding_names_the_owners_of_its_dags_who_must_fix_it() -> None:
+    """Issue 37: the detail ends with the owners of every DAG the file last held, each once, sorted;
+    a DAG the capture does not describe adds none, and a file that held none names none."""
+    first = dag("load_orders", is_stale=True, has_import_errors=True, owners=["data-eng", "ops"])
+    second = dag("load_refunds", is_stale=True, has_import_errors=True, owners=["ops"])
+    second["fileloc"] = first["fileloc"]
+    second["relative_fileloc"] = first.get("relative_fileloc", "load_orders.py")
+    document = served([first, second, dag("report")], [], import_errors=[broken_file("load_orders.py")])
+    detail = codes(document)[("dag-import-error", "dags-folder/load_orders.py")]
+    assert detail == "dags: load_orders, load_refunds; NameError: boom; owners: data-eng, ops"
 
 
 def test_a_file_that_never_imported_holds_no_dags() -> None:
@@ -193,7 +205,10 @@ def test_airflow_30s_absolute_filename_is_named_inside_its_bundle() -> None:
     other = dag("x", is_stale=True, relative_fileloc="sub/x.py", fileloc="/opt/airflow/dags/sub/x.py")
     document = served([other, dag("y")], [], import_errors=errors)
     assert ("dag-import-error", "dags-folder/sub/x.py") in codes(document)
-    assert codes(document)[("dag-import-error", "dags-folder/sub/x.py")] == "dags: x; ValueError: no"
+    assert (
+        codes(document)[("dag-import-error", "dags-folder/sub/x.py")]
+        == "dags: x; ValueError: no; owners: team"
+    )
 
 
 def test_what_a_broken_dag_produced_is_recalled_from_the_baseline() -> None:

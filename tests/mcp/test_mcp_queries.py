@@ -291,6 +291,88 @@ def test_downstream_impact_follows_the_data_and_says_what_is_paused() -> None:
         served.impact("A", depth=0)
 
 
+def test_upstream_impact_walks_against_the_data_with_the_same_answer_shape() -> None:
+    """``upstream=True`` (the ``impact --upstream`` command): what C depends on, nearest first;
+    no independent producers (every producer upstream is in the walk); an external DAG's kind."""
+    served = queries(chain_document())
+    impact = served.impact("C", upstream=True)
+    assert impact["direction"] == "upstream" and served.impact("C")["direction"] == "downstream"
+    affected = [
+        (a["identity"], a["kind"], a["distance"], a["reachedFrom"]) for a in impact["affected"]["items"]
+    ]
+    assert affected == [
+        ("y", "asset", 1, "C"),
+        ("B", "dag", 2, "y"),
+        ("D", "dag", 2, "y"),
+        ("x", "asset", 3, "B"),
+        ("z", "asset", 3, "B"),
+        ("A", "dag", 4, "x"),
+        ("elsewhere", "external", 4, "z"),
+    ]
+    assert not any("independentActiveProducers" in a for a in impact["affected"]["items"])
+    assert impact["summary"] == {
+        "assets": 3,
+        "dags": 3,
+        "activeDags": 2,
+        "pausedDags": 1,
+        "externalDags": 1,
+        "maxDistance": 4,
+    }
+    assert [a["identity"] for a in served.impact("C", upstream=True, depth=1)["affected"]["items"]] == ["y"]
+    assert served.impact("A", upstream=True)["affected"]["total"] == 0
+
+
+def test_upstream_impact_marks_the_trigger_and_the_sensor_it_came_through() -> None:
+    from airflow_provider_coremodels.core import audit, build_document, build_estate
+
+    dags = [
+        {"dag_id": dag_id, "is_paused": False, "owners": ["team"], "description": "d"}
+        for dag_id in ("load", "reconcile", "month_end")
+    ]
+    graph = [
+        {"source_id": "dag:load", "target_id": "trigger:load:reconcile:kick"},
+        {"source_id": "trigger:load:reconcile:kick", "target_id": "dag:reconcile"},
+        {"source_id": "dag:reconcile", "target_id": "sensor:reconcile:month_end:wait"},
+        {"source_id": "sensor:reconcile:month_end:wait", "target_id": "dag:month_end"},
+    ]
+    tasks = {
+        "load": [{"task_id": "kick", "class_ref": {"class_name": "TriggerDagRunOperator"}}],
+        "month_end": [{"task_id": "wait", "class_ref": {"class_name": "ExternalTaskSensor"}}],
+    }
+    estate = build_estate(
+        {"dags": dags, "import_errors": [], "includes_stale": True},
+        tasks,
+        {"assets": [], "dependencies": {"edges": graph}},
+    )
+    impact = queries(build_document(estate, audit(estate))).impact("month_end", upstream=True)
+    assert [(a["identity"], a["reachedFrom"], a.get("via")) for a in impact["affected"]["items"]] == [
+        ("reconcile", "month_end", "sensor"),
+        ("load", "reconcile", "trigger"),
+    ]
+
+
+def test_an_impact_without_a_limit_is_one_page_of_every_node_past_the_cap() -> None:
+    """``limit=None``, what the command line asks: one page, however many nodes (the cap is an
+    assistant's, MAX_LIMIT); a limit still pages as before."""
+    count = MAX_LIMIT + 20
+    dags = [{"dag_id": "hub", "is_paused": False, "owners": ["t"], "description": "d"}]
+    dags += [
+        {"dag_id": f"c{i:04d}", "is_paused": False, "owners": ["t"], "description": "d"} for i in range(count)
+    ]
+    assets = {
+        "assets": [
+            {"uri": "hub_out", "producing_tasks": [{"dag_id": "hub", "task_id": "t"}],
+             "scheduled_dags": [{"dag_id": f"c{i:04d}"} for i in range(count)]}
+        ]
+    }  # fmt: skip
+    served = queries(document_for(dags, {}, assets))
+    whole = served.impact("hub", limit=None)["affected"]
+    assert (whole["total"], len(whole["items"]), whole["truncated"]) == (count + 1, count + 1, False)
+    paged = served.impact("hub", limit=10_000)["affected"]
+    assert (len(paged["items"]), paged["truncated"], paged["nextOffset"]) == (MAX_LIMIT, True, MAX_LIMIT)
+    assert paged["items"] == whole["items"][:MAX_LIMIT]
+
+
 @pytest.mark.parametrize(
     ("asked", "suggested"),
     [

@@ -39,3 +39,20 @@ def test_a_new_findings_dag_comes_with_its_owners_and_their_links() -> None:
         "nightly_audit": {"owners": ["data-eng", "ops"], "ownerLinks": {"ops": "mailto:ops@example.com"}},
         "archive_ledger": {"owners": ["airflow"]},
     }
+
+
+def test_a_broken_files_finding_comes_with_the_owners_of_the_dags_it_held() -> None:
+    """Issue 37: who must fix a file that does not import is the owner of its DAGs."""
+    dags = [
+        {"dag_id": "load_orders", "owners": ["data-eng"], "is_paused": False, "is_stale": True,
+         "has_import_errors": True, "description": "d", "bundle_name": "dags-folder",
+         "relative_fileloc": "orders.py", "fileloc": "/opt/airflow/dags/orders.py"},
+    ]  # fmt: skip
+    errors = [{"filename": "orders.py", "bundle_name": "dags-folder", "stack_trace": "NameError: boom"}]
+    estate = build_estate({"dags": dags, "import_errors": errors, "includes_stale": True}, {}, {"assets": []})
+    document = build_document(estate, audit(estate))
+    new = tuple(f for f in document["findings"] if f["code"] == "dag-import-error")
+    assert [f["subject"] for f in new] == ["dags-folder/orders.py"]
+    assert new[0]["detail"].endswith("; owners: data-eng")
+    result = ExportResult(document, CaptureSummary(), [], FindingChanges(new, new, ()))
+    assert alert_context(result, None)["owners"] == {"load_orders": {"owners": ["data-eng"]}}

@@ -3,7 +3,8 @@ does, and ``execute()`` returns.
 
 The export operator's ``execute`` runs in this process, as in tests/openlineage, against real
 parts: a real local (replayed Airflow 2) REST API through an ``AIRFLOW_CONN_*`` connection and a
-real file sink. The first export tells of every open finding, so every notifier is called. The
+real file sink. The first export is told with ``notify_first_export=True`` (by default it records
+the baseline and tells nobody, tested here too), so every notifier is called. The
 notifiers are the test's own: one that hangs on an Event the test releases at teardown, one that
 raises, one that is slow but within its deadline, one that raises after its deadline, and one
 that records its call. Nothing is timed: the deadline is one the test sets, and what is asserted
@@ -128,7 +129,7 @@ def export(tmp_path: Path, notifiers: Any, **kwargs: Any) -> CoreModelsExportOpe
         sinks=[str(tmp_path / "sink")],
         on_new_findings=notifiers,
         metrics=False,
-        **kwargs,
+        **{"notify_first_export": True, **kwargs},
     )
 
 
@@ -264,4 +265,49 @@ def test_a_deadline_that_makes_no_sense_fails_the_task_before_anything(
 ) -> None:
     with pytest.raises(AirflowException, match="notifier_timeout must be a positive number of seconds, got "):
         export(tmp_path, [Recording(calls)], notifier_timeout=value).execute({})  # type: ignore[arg-type]
+    assert replay.requests == [] and not (tmp_path / "sink").exists() and calls.names == []
+
+
+def test_the_first_export_calls_no_notifier_by_default_and_the_next_tells_what_opened(
+    replay: AirflowV1ReplayServer, calls: Calls, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Quiet by default: the first export into an empty sink calls nobody (one line says so), and
+    the second, into the same sink, has nothing new to tell either; nobody is told of the past."""
+    caplog.set_level(logging.INFO)
+    with capture_logs() as structured:
+        first = export(tmp_path, [Recording(calls)], notify_first_export=False).execute({})  # type: ignore[arg-type]
+        second = export(tmp_path, [Recording(calls)], notify_first_export=False).execute({})  # type: ignore[arg-type]
+    assert first["newFindings"] > 0 and second["newFindings"] == 0
+    assert calls.names == []
+    lines = [str(e["event"]) for e in structured] + [r.getMessage() for r in caplog.records]
+    quiet = [line for line in lines if line.startswith("first export (no previous snapshot)")]
+    assert quiet == [
+        f"first export (no previous snapshot): the baseline is recorded with {first['newFindings']} open "
+        "finding(s) and no notifier is called (notify_first_export=True would call them)"
+    ]
+
+
+def test_a_minimum_severity_above_every_new_finding_calls_nobody(
+    replay: AirflowV1ReplayServer, calls: Calls, tmp_path: Path
+) -> None:
+    """The replayed estate's findings are Info and Warning: at ``error`` none is worth a call."""
+    summary = export(tmp_path, [Recording(calls)], notify_min_severity="error").execute({})  # type: ignore[arg-type]
+    assert summary["newFindings"] > 0 and calls.names == []
+    again = export(tmp_path / "again", [Recording(calls)], notify_min_severity="Warning").execute({})  # type: ignore[arg-type]
+    [context] = calls.contexts
+    told = context["coremodels"]["new_findings"]
+    assert told and {f["severity"] for f in told} == {"Warning"} and len(told) < again["newFindings"]
+    assert context["coremodels"]["text"].endswith(
+        f"{again['newFindings'] - len(told)} more new below Warning, not listed"
+    )
+
+
+@pytest.mark.parametrize("value", ["critical", "", None, 2])
+def test_a_minimum_severity_that_names_none_fails_the_task_before_anything(
+    replay: AirflowV1ReplayServer, calls: Calls, tmp_path: Path, value: Any
+) -> None:
+    with pytest.raises(
+        AirflowException, match="notify_min_severity must be one of info, warning, error, got "
+    ):
+        export(tmp_path, [Recording(calls)], notify_min_severity=value).execute({})  # type: ignore[arg-type]
     assert replay.requests == [] and not (tmp_path / "sink").exists() and calls.names == []
