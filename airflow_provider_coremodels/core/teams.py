@@ -1,0 +1,341 @@
+"""Teams: who owns what, from the rules file's ``teams``, and the team each finding belongs to.
+
+A platform of many teams names them once, in the rules file:
+``teams: {data-eng: {owners: [...], bundles: [...], tags: [...]}}`` (each key optional, none
+empty). A DAG's team is the first team, in file order, that names one of its owners, its bundle
+or one of its tags, each matched exactly (``team_a`` never matches ``team_a_legacy``); a DAG no
+team names has none, and the views call that ``unowned``.
+
+A finding's teams (``team`` in the document, a list in file order, outside the fingerprint):
+its subject DAG's (a task's DAG, a broken file's DAGs, else the team naming its bundle); for an
+asset, its producers' teams, and for ``asset-unproduced`` (which has none) its consumers', who
+are the ones harmed; an asset whose lineage crosses deployments adds the consumers' teams, so
+each deployment's side hears of it. Pure: no I/O, time linear in the estate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_coremodels.core.findings import Finding
+from airflow_provider_coremodels.core.model import DAG, BrokenFile, Dataset, Estate
+from airflow_provider_coremodels.core.team_files import quote, unknown_keys
+from airflow_provider_coremodels.errors import RulesFileError
+
+TEAM_KEYS = ("owners", "bundles", "tags")
+#: What the views call the findings and DAGs no team owns; no team may be named so.
+UNOWNED = "unowned"
+#: In ``on_new_findings``: every new finding, whichever team it is of.
+EVERY_TEAM = "*"
+MAX_TEAMS = 1000
+MAX_NAME_CHARS = 100
+MAX_NAMES = 10_000
+
+_BUNDLE_KEY = "airflow.bundle"
+_OWNERS_KEY = "airflow.owners"
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    """One team of the rules file: the owners, bundles and tags that make a DAG its own."""
+
+    name: str
+    owners: tuple[str, ...] = ()
+    bundles: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    def json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "owners": list(self.owners),
+            "bundles": list(self.bundles),
+            "tags": list(self.tags),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Teams:
+    """The teams of one rules file, in file order, with what each owner, bundle and tag points at."""
+
+    teams: tuple[Team, ...]
+    _owner: dict[str, int] = field(init=False, repr=False)
+    _bundle: dict[str, int] = field(init=False, repr=False)
+    _tag: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for attr, key in (("_owner", "owners"), ("_bundle", "bundles"), ("_tag", "tags")):
+            first: dict[str, int] = {}
+            for index, team in enumerate(self.teams):
+                for value in getattr(team, key):
+                    first.setdefault(value, index)  # the first team in file order wins
+            object.__setattr__(self, attr, first)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(team.name for team in self.teams)
+
+    def get(self, name: str) -> Team | None:
+        return next((team for team in self.teams if team.name == name), None)
+
+    def of_bundle(self, bundle: str | None) -> str | None:
+        index = self._bundle.get(bundle) if bundle else None
+        return None if index is None else self.teams[index].name
+
+    def team_of(self, dag: Dataset) -> str | None:
+        """The DAG's team: the first in file order naming one of its owners, its bundle or a tag."""
+        found = [self._owner.get(owner) for owner in owners(dag)]
+        found.append(self._bundle.get(dag.metadata.get(_BUNDLE_KEY) or ""))
+        found.extend(self._tag.get(tag) for tag in dag.tags)
+        hits = [index for index in found if index is not None]
+        return self.teams[min(hits)].name if hits else None
+
+    def json(self) -> list[dict[str, Any]]:
+        return [team.json() for team in self.teams]
+
+
+def owners(dag: Dataset) -> list[str]:
+    """A DAG's owners as the document keeps them: stripped, empty ones dropped."""
+    return [owner.strip() for owner in dag.metadata.get(_OWNERS_KEY, "").split(",") if owner.strip()]
+
+
+# -- the rules file's ``teams`` ---------------------------------------------------------------
+
+
+def _fail(where: str, problem: str) -> RulesFileError:
+    return RulesFileError(f"{where} {problem}")
+
+
+def teams_from_value(value: Any, where: str = "teams") -> Teams:
+    """Check ``teams`` as the rules file gives it: a mapping of team names to ``owners``, ``bundles``
+    and ``tags`` lists. Raises RulesFileError naming the team and key."""
+    if not isinstance(value, dict):
+        raise _fail(
+            where, f"must be a mapping of team names to {{owners, bundles, tags}}, got {quote(value)}"
+        )
+    if not value:
+        raise _fail(where, "names no team; leave it out, or name at least one")
+    if len(value) > MAX_TEAMS:
+        raise _fail(where, f"names {len(value):,} teams, over the {MAX_TEAMS:,}-team limit")
+    teams = []
+    for name, entry in value.items():
+        teams.append(_team(name, entry, where))
+    return Teams(tuple(teams))
+
+
+def _team(name: Any, entry: Any, where: str) -> Team:
+    if not isinstance(name, str) or not name.strip():
+        raise _fail(where, f"has a team name {quote(name)}; a team's name is a non-empty string")
+    if name != name.strip() or len(name) > MAX_NAME_CHARS:
+        raise _fail(
+            f"{where}.{quote(name)}",
+            f"must have no surrounding spaces and at most {MAX_NAME_CHARS} characters",
+        )
+    if name in (UNOWNED, EVERY_TEAM):
+        raise _fail(
+            f"{where}.{name}", f"is reserved: {UNOWNED} names what no team owns, {EVERY_TEAM} every team"
+        )
+    here = f"{where}.{name}"
+    if not isinstance(entry, dict):
+        raise _fail(here, f"must be a mapping of {', '.join(TEAM_KEYS)}, got {quote(entry)}")
+    if unknown := unknown_keys(entry, TEAM_KEYS):
+        raise _fail(here, unknown)
+    if not entry:
+        raise _fail(here, f"is empty: a team names at least one of {', '.join(TEAM_KEYS)}")
+    lists = {key: _names(entry[key], f"{here}.{key}") for key in TEAM_KEYS if key in entry}
+    return Team(name, **lists)
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _fail(where, f"must be a list of names, got {quote(value)}")
+    if not value:
+        raise _fail(where, "is an empty list; name at least one, or leave the key out")
+    if len(value) > MAX_NAMES:
+        raise _fail(where, f"lists {len(value):,} names, over the {MAX_NAMES:,}-name limit")
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise _fail(f"{where}[{i}]", f"must be a non-empty string, got {quote(item)}")
+        out.append(item.strip())
+    return tuple(out)
+
+
+def teams_from_json(value: Any) -> Teams | None:
+    """The teams a document's ``policy.teams`` recorded (``Team.json`` each), None when there are
+    none or they are not readable."""
+    if not isinstance(value, list) or not value:
+        return None
+    teams = []
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            return None
+        lists = {
+            key: tuple(str(v) for v in item.get(key) or () if isinstance(v, str))
+            for key in TEAM_KEYS
+            if isinstance(item.get(key) or [], list)
+        }
+        teams.append(Team(item["name"], **lists))
+    return Teams(tuple(teams))
+
+
+# -- each finding's teams ---------------------------------------------------------------------
+
+#: Codes whose subject is an asset URI.
+ASSET_CODES = frozenset(
+    {"asset-unproduced", "asset-conflict", "paused-producer", "asset-stale", "producer-failing"}
+)
+#: Codes whose subject is a dataset of either kind (their detail says which).
+DATASET_CODES = frozenset({"dataset-unmapped", "dataset-removed"})
+
+
+class TeamIndex:
+    """What a finding's teams are worked out from: each DAG's team (the estate's, else the
+    baseline's for a DAG that is gone), each asset's producers and consumers, the broken files."""
+
+    def __init__(
+        self,
+        teams: Teams,
+        estate: Estate,
+        baseline: Estate | None = None,
+        import_errors: Sequence[BrokenFile] = (),
+    ) -> None:
+        self.teams = teams
+        self.order = {name: i for i, name in enumerate(teams.names)}
+        self.dag_team: dict[str, str | None] = {}
+        self.producers: dict[str, set[str]] = {}
+        self.consumers: dict[str, set[str]] = {}
+        self.crossing: set[str] = set()
+        self.assets: set[str] = set()
+        for source in (estate, baseline) if baseline is not None else (estate,):
+            for dataset in source.datasets:
+                if dataset.materialization == DAG:
+                    if dataset.identity not in self.dag_team:
+                        self.dag_team[dataset.identity] = teams.team_of(dataset)
+                else:
+                    self.assets.add(dataset.identity)
+        for edges in (estate.lineage, baseline.lineage if baseline is not None else ()):
+            for edge in edges:
+                if edge.dag_link:
+                    continue
+                side = self.producers if edge.producing else self.consumers
+                side.setdefault(edge.asset, set()).add(edge.dag_id)
+                if edge.cross_deployment:
+                    self.crossing.add(edge.asset)
+        self.files = {file.file: file for file in (*import_errors, *estate.import_errors)}
+
+    def _sorted(self, names: Iterable[str | None]) -> tuple[str, ...]:
+        return tuple(sorted({n for n in names if n is not None}, key=self.order.__getitem__))
+
+    def dag(self, subject: str) -> str | None:
+        """The DAG a subject names: itself, or the DAG of a ``dag_id.task_id`` (dag_ids may hold dots)."""
+        head = subject
+        while True:
+            if head in self.dag_team:
+                return head
+            if "." not in head:
+                return None
+            head = head.rsplit(".", 1)[0]
+
+    def of_dag(self, subject: str) -> tuple[str, ...]:
+        dag = self.dag(subject)
+        return self._sorted([self.dag_team[dag]]) if dag is not None else ()
+
+    def of_asset(self, uri: str, code: str) -> tuple[str, ...]:
+        producers = self.producers.get(uri, set())
+        consumers = self.consumers.get(uri, set())
+        harmed = consumers if code == "asset-unproduced" or not producers else producers
+        if uri in self.crossing:
+            harmed = producers | consumers
+        return self._sorted(self.dag_team.get(dag) for dag in harmed)
+
+    def of_file(self, subject: str) -> tuple[str, ...]:
+        file = self.files.get(subject)
+        if file is None:
+            return ()
+        found = self._sorted(self.dag_team.get(dag) for dag in file.dags)
+        return found or self._sorted([self.teams.of_bundle(file.bundle)])
+
+    def of_edge(self, subject: str) -> tuple[str, ...]:
+        ends = subject.split(" -> ")
+        return self._sorted(self.dag_team.get(end) for end in ends if end in self.dag_team)
+
+    def of(self, code: str, subject: str, detail: str | None) -> tuple[str, ...]:
+        """The teams of a finding of ``code`` about ``subject``: those it belongs to, in file order."""
+        if code in ASSET_CODES:
+            return self.of_asset(subject, code)
+        if code in DATASET_CODES:
+            is_asset = "asset" in (detail or "") and subject in self.assets
+            return self.of_asset(subject, code) if is_asset else self.of_dag(subject)
+        if code == "dag-import-error":
+            return self.of_file(subject)
+        if code == "examples-loaded":
+            return self._sorted([self.teams.of_bundle(subject)])
+        if code in ("lineage-added", "lineage-removed"):
+            return self.of_edge(subject)
+        if code == "waiver-expired":  # "<code> <subject>": the waived subject's, where it is a DAG's
+            waived = subject.partition(" ")[2]
+            return self.of_dag(waived) or (self.of_asset(waived, "") if waived in self.assets else ())
+        return self.of_dag(subject)  # a DAG's, a task's, a policy rule's, a link's
+
+
+def with_teams(findings: Iterable[Finding], index: TeamIndex) -> list[Finding]:
+    """The findings, each carrying its teams (an empty tuple: unowned)."""
+    return [dataclasses.replace(f, team=index.of(f.code, f.subject, f.detail)) for f in findings]
+
+
+# -- the views --------------------------------------------------------------------------------
+
+
+def document_teams(document: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The team names a document was audited with, in file order; None when it has no teams."""
+    policy = document.get("policy")
+    teams = teams_from_json(policy.get("teams")) if isinstance(policy, Mapping) else None
+    return teams.names if teams is not None else None
+
+
+def finding_teams(finding: Mapping[str, Any]) -> list[str]:
+    """A finding's teams as the views group it: its ``team`` list, or ``[unowned]``."""
+    teams = finding.get("team")
+    named = [t for t in teams if isinstance(t, str)] if isinstance(teams, list) else []
+    return named or [UNOWNED]
+
+
+def of_team(findings: Iterable[Mapping[str, Any]], team: str) -> list[Any]:
+    """The findings of ``team`` (``unowned``: those of no team)."""
+    return [f for f in findings if team in finding_teams(f)]
+
+
+def grouped(findings: Sequence[Mapping[str, Any]], names: Sequence[str]) -> Iterator[tuple[str, list[Any]]]:
+    """Each team's findings, teams in file order then ``unowned``; a team with none is left out.
+    A finding of two teams is in both groups: each team reads its own list whole."""
+    for name in (*names, UNOWNED):
+        mine = of_team(findings, name)
+        if mine:
+            yield name, mine
+
+
+def checked_team(name: str, names: Sequence[str] | None, what: str = "the document") -> str:
+    """``--team NAME`` checked against the teams ``what`` was audited with; a UsageError-worthy
+    message (ValueError) when it has none or names another."""
+    if names is None:
+        raise ValueError(f"--team {name}: {what} names no teams (give --rules with a teams: part)")
+    if name != UNOWNED and name not in names:
+        raise ValueError(f"--team {name}: no such team; the teams are {', '.join(names)} (and {UNOWNED})")
+    return name
+
+
+def for_team(document: Mapping[str, Any], team: str) -> dict[str, Any]:
+    """The document with only ``team``'s findings (and its ``change``'s), for one team's view."""
+    out = dict(document)
+    out["findings"] = of_team(document.get("findings") or [], team)
+    change = document.get("change")
+    if isinstance(change, Mapping):
+        out["change"] = {
+            **change,
+            "findingsOpened": of_team(change.get("findingsOpened") or [], team),
+            "findingsClosed": of_team(change.get("findingsClosed") or [], team),
+        }
+    return out
