@@ -72,6 +72,25 @@ RULES = ArgSpec(
         "does not hold (read before anything is captured)",
     },
 )
+TEAM = ArgSpec(
+    ("--team",),
+    {
+        "metavar": "NAME",
+        "help": "show one team's findings only (a team of the rules file's teams:, or unowned); "
+        "--fail-on counts those alone, and the sinks still get every finding",
+    },
+)
+TEAM_HISTORY = ArgSpec(
+    ("--team",),
+    {
+        "metavar": "NAME",
+        "help": "count one team's open findings only (a team the snapshots were audited with)",
+    },
+)
+TEAM_COMPARE = ArgSpec(
+    ("--team",),
+    {"metavar": "NAME", "help": "compare one team's findings only (a team the snapshots were audited with)"},
+)
 SOURCE_ROOT = ArgSpec(
     ("--source-root",),
     {
@@ -494,6 +513,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             FORMAT,
             *OPENLINEAGE,
             FAIL_ON_ARG,
+            TEAM,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
             ASSET_EXTRA,
@@ -570,6 +590,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             FORMAT,
             *OPENLINEAGE,
             FAIL_ON_ARG,
+            TEAM,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
         ),
@@ -609,6 +630,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             FORMAT,
             *OPENLINEAGE,
             FAIL_ON_ARG,
+            TEAM,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
             ASSET_EXTRA,
@@ -647,6 +669,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                     "help": f"list the newest N entries (default: {DEFAULT_HISTORY_LIMIT}; 0 lists all)",
                 },
             ),
+            TEAM_HISTORY,
         ),
     ),
     CommandSpec(
@@ -680,6 +703,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                     "help": "exit 1 when a finding at or above this severity opened (default: never)",
                 },
             ),
+            TEAM_COMPARE,
         ),
     ),
     CommandSpec(

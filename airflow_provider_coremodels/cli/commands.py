@@ -55,7 +55,7 @@ def audit(args: argparse.Namespace) -> int:
     ):
         if given is not None:
             raise UsageError(f"audit {flag} goes with --dag-folder")
-    document = _audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes)
+    document = team_view(_audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes), args)
     emit(render(document, args))
     return exit_code(document["findings"], args.fail_on)
 
@@ -99,7 +99,7 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
             max_snapshot_bytes=args.max_snapshot_bytes,
         )
     )
-    document = result.document
+    document = team_view(result.document, args)
     emit(render(document, args))
     code = exit_code(document["findings"], args.fail_on)
     if args.fail_on_new and failing_findings(document["change"]["findingsOpened"], args.fail_on_new):
@@ -220,10 +220,11 @@ def merge(args: argparse.Namespace) -> int:
             )
         except SinksFailed as failure:  # every other sink was written: the output is still due
             result = failure.result
-    emit(render(result.document, args))
+    document = team_view(result.document, args)
+    emit(render(document, args))
     if sinks:
         say_summary(result.summary_line(), args)
-    return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)
+    return sink_failures(result.failed) or exit_code(document["findings"], args.fail_on)
 
 
 def capture(args: argparse.Namespace) -> int:
@@ -302,9 +303,10 @@ def export(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.alerts import send_metrics
 
     send_metrics(result, str(result.document["state"].get("deployment") or "default"))
-    emit(render(result.document, args))
+    document = team_view(result.document, args)
+    emit(render(document, args))
     say_summary(f"{result.capture.line()}\n{result.summary_line()}", args)
-    return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)
+    return sink_failures(result.failed) or exit_code(document["findings"], args.fail_on)
 
 
 def history(args: argparse.Namespace) -> int:
@@ -314,6 +316,13 @@ def history(args: argparse.Namespace) -> int:
     reader = history_reader(args.sink, args.sink_conn_id)
     with _reading(reader):
         listing = list_history(reader, limit=args.limit)
+    if getattr(args, "team", None):
+        from airflow_provider_coremodels.sinks.history import team_listing
+
+        try:
+            listing = team_listing(listing, args.team)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     emit(render_json(listing.as_dict()) if args.format == "json" else render_listing(listing))
     return EXIT_OK
 
@@ -330,9 +339,17 @@ def compare(args: argparse.Namespace) -> int:
         render_comparison_table,
     )
 
-    comparison = run_compare(
-        stored_side(args.old, args.sink_conn_id), stored_side(args.new, args.sink_conn_id)
-    )
+    old, new = stored_side(args.old, args.sink_conn_id), stored_side(args.new, args.sink_conn_id)
+    if getattr(args, "team", None):
+        from airflow_provider_coremodels.core.teams import checked_team
+
+        known = [*(old.teams or ()), *(t for t in new.teams or () if t not in (old.teams or ()))]
+        try:
+            checked_team(args.team, known or None, "neither snapshot")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        old, new = old.of_team(args.team), new.of_team(args.team)
+    comparison = run_compare(old, new)
     if args.format == "json":
         emit(render_json(comparison_json(comparison)))
     elif args.format == "markdown":
@@ -661,6 +678,22 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
 
         return render_markdown(document).rstrip("\n")
     return render_table(document)
+
+
+def team_view(document: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """``--team NAME``: the document with that team's findings only (what is printed and what
+    ``--fail-on`` counts; what the sinks got is the whole document). Exit 2 for a team the
+    document was not audited with."""
+    team = getattr(args, "team", None)
+    if not team:
+        return document
+    from airflow_provider_coremodels.core.teams import checked_team, document_teams, for_team
+
+    try:
+        checked_team(team, document_teams(document))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return for_team(document, team)
 
 
 def source_roots(given: list[str] | None) -> dict[str | None, str]:

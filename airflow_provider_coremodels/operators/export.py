@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.alerts import as_notifiers, checked_deadline, notify, send_metrics
+from airflow_provider_coremodels.alerts import (
+    as_notifiers,
+    checked_deadline,
+    notify,
+    notify_teams,
+    send_metrics,
+    team_routes,
+)
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.policy import Policy, rules_from_value
 from airflow_provider_coremodels.core.render import (
@@ -73,7 +80,9 @@ class CoreModelsExportOperator(BaseOperator):
         by default ``airflow_api_conn_id``: what tells deployments apart when snapshots are merged.
     :param on_new_findings: a notifier (any ``BaseNotifier``: ``SmtpNotifier``, ``SlackNotifier``,
         ...) or a list of them, called after the push when a finding is open now that was not
-        open in the previous stored snapshot. Its templates see the task's context and
+        open in the previous stored snapshot. Where ``rules`` names teams it may be a mapping of
+        team names to notifiers (``{"orders": [...], "unowned": [...], "*": [...]}``): each team's
+        are told of its own new findings only, ``*``'s of every one. Its templates see the task's context and
         ``coremodels`` (``new_findings``, ``resolved_findings``, ``text``, ``page_url``, ...;
         docs/alerts.md). A notifier that fails is logged and never fails the task.
     :param notifier_timeout: the seconds each notifier may take (10 by default); one that has not
@@ -175,6 +184,10 @@ class CoreModelsExportOperator(BaseOperator):
                 history_keep=self.history_keep,
                 history_max_age_days=self.history_max_age_days,
             )
+            policy = settings.policy
+            routes = team_routes(
+                self.on_new_findings, policy.teams.names if policy and policy.teams else None
+            )
             if not settings.sinks:
                 self.log.warning(
                     "No sinks: the snapshot is audited and logged, but stored nowhere "
@@ -200,14 +213,19 @@ class CoreModelsExportOperator(BaseOperator):
         if self.metrics:
             deployment = str(document["state"].get("deployment") or self.airflow_api_conn_id)
             send_metrics(result, deployment, logger=self.log)
-        notify(
-            as_notifiers(self.on_new_findings),
-            context,
-            result,
-            self.coremodels_page_url,
-            deadline=deadline,
-            logger=self.log,
-        )
+        if routes is not None:  # each team's notifiers, told of that team's new findings alone
+            notify_teams(
+                routes, context, result, self.coremodels_page_url, deadline=deadline, logger=self.log
+            )
+        else:
+            notify(
+                as_notifiers(self.on_new_findings),
+                context,
+                result,
+                self.coremodels_page_url,
+                deadline=deadline,
+                logger=self.log,
+            )
         fail_on_sinks(self.log, result.failed)
         fail_on_findings(document, self.fail_on)
         return summary
