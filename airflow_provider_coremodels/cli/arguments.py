@@ -707,6 +707,24 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ),
     ),
     CommandSpec(
+        name="teams",
+        help="Report who owns what: each team's DAGs and open findings, and the unowned DAGs",
+        description=(
+            "Audit an estate as audit does (artifact files, a stored snapshot or --example) with a "
+            "rules file naming teams, and print each team (in the file's order) with its DAGs, its open "
+            "findings by severity and its waived ones, then the DAGs no team owns."
+        ),
+        func="airflow_provider_coremodels.cli.commands:teams",
+        args=(
+            *AUDIT_INPUTS,
+            ArgSpec(
+                ("--format",),
+                {"choices": ("table", "json"), "default": "table", "help": "table or json (default: table)"},
+            ),
+            MAX_ARTIFACT_BYTES,
+        ),
+    ),
+    CommandSpec(
         name="mcp",
         help="Serve a stored snapshot to assistants over MCP (stdio), read-only",
         description=(

@@ -227,6 +227,20 @@ def merge(args: argparse.Namespace) -> int:
     return sink_failures(result.failed) or exit_code(document["findings"], args.fail_on)
 
 
+def teams(args: argparse.Namespace) -> int:
+    """``teams``: each team's DAGs and open findings, and the unowned DAGs, of an audited estate."""
+    from airflow_provider_coremodels.core.teams import render_team_report, team_report
+
+    if not args.rules:
+        raise UsageError("teams needs --rules FILE, a rules file with a teams: part")
+    policy = read_rules(args.rules)
+    if policy.teams is None:
+        raise UsageError(f"teams: rules file {args.rules} names no teams (it has no teams: part)")
+    report = team_report(_audited_document(args, "teams"), policy.teams)
+    emit(render_json(report) if args.format == "json" else render_team_report(report))
+    return EXIT_OK
+
+
 def capture(args: argparse.Namespace) -> int:
     """``capture``: read the estate from the REST API and save the three artifacts under ``--out``."""
     from airflow_provider_coremodels.atomic import write_atomic

@@ -86,9 +86,13 @@ class Teams:
 
     def team_of(self, dag: Dataset) -> str | None:
         """The DAG's team: the first in file order naming one of its owners, its bundle or a tag."""
-        found = [self._owner.get(owner) for owner in owners(dag)]
-        found.append(self._bundle.get(dag.metadata.get(_BUNDLE_KEY) or ""))
-        found.extend(self._tag.get(tag) for tag in dag.tags)
+        return self.team_by(owners(dag), dag.metadata.get(_BUNDLE_KEY), dag.tags)
+
+    def team_by(self, owned_by: Iterable[str], bundle: str | None, tags: Iterable[str]) -> str | None:
+        """The team of a DAG with these owners, bundle and tags (``team_of``'s rule)."""
+        found = [self._owner.get(owner) for owner in owned_by]
+        found.append(self._bundle.get(bundle or ""))
+        found.extend(self._tag.get(tag) for tag in tags)
         hits = [index for index in found if index is not None]
         return self.teams[min(hits)].name if hits else None
 
@@ -339,3 +343,73 @@ def for_team(document: Mapping[str, Any], team: str) -> dict[str, Any]:
             "findingsClosed": of_team(change.get("findingsClosed") or [], team),
         }
     return out
+
+
+# -- the team report (the ``teams`` command) --------------------------------------------------
+
+
+def team_report(document: Mapping[str, Any], teams: Teams) -> dict[str, Any]:
+    """Who owns what in one audited document: each team (in file order, then ``unowned``) with
+    what makes a DAG its own, its DAGs, and its open findings by severity and waived ones."""
+    dags: dict[str, list[str]] = {name: [] for name in (*teams.names, UNOWNED)}
+    for dataset in document.get("datasets") or ():
+        if not isinstance(dataset, Mapping) or dataset.get("materialization") != DAG:
+            continue
+        given_metadata = dataset.get("metadata")
+        metadata: Mapping[str, Any] = given_metadata if isinstance(given_metadata, Mapping) else {}
+        owned_by = [o.strip() for o in str(metadata.get(_OWNERS_KEY) or "").split(",") if o.strip()]
+        tags = [t for t in dataset.get("tags") or () if isinstance(t, str)]
+        team = teams.team_by(owned_by, metadata.get(_BUNDLE_KEY), tags) or UNOWNED
+        dags[team].append(str(dataset.get("identity")))
+    findings = [f for f in document.get("findings") or () if isinstance(f, Mapping)]
+    out = []
+    for name in (*teams.names, UNOWNED):
+        mine = of_team(findings, name)
+        opened: dict[str, int] = {}
+        for finding in mine:
+            if not finding.get("waived"):
+                opened[str(finding.get("severity"))] = opened.get(str(finding.get("severity")), 0) + 1
+        given = teams.get(name)
+        out.append(
+            {
+                "name": name,
+                **({key: list(getattr(given, key)) for key in TEAM_KEYS} if given is not None else {}),
+                "dags": sorted(dags[name]),
+                "open": opened,
+                "waived": sum(1 for f in mine if f.get("waived")),
+            }
+        )
+    return {"fingerprint": document.get("fingerprint"), "teams": out}
+
+
+def render_team_report(report: Mapping[str, Any], names_shown: int = 20) -> str:
+    """The team report for a terminal: a row per team (its DAGs, open findings by severity, waived,
+    what makes a DAG its own), then each team's DAGs; the unowned DAGs last."""
+    from airflow_provider_coremodels.core.text import printable
+
+    rows: list[tuple[str, ...]] = [("TEAM", "DAGS", "ERROR", "WARNING", "INFO", "WAIVED", "MATCHED BY")]
+    for team in report["teams"]:
+        matched = "; ".join(f"{key}: {', '.join(team[key])}" for key in TEAM_KEYS if team.get(key))
+        counts = [str(team["open"].get(s, 0)) for s in ("Error", "Warning", "Info")]
+        rows.append((team["name"], str(len(team["dags"])), *counts, str(team["waived"]), matched))
+    rows = [tuple(printable(cell) for cell in row) for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    named = sum(len(t["dags"]) for t in report["teams"] if t["name"] != UNOWNED)
+    unowned = next(len(t["dags"]) for t in report["teams"] if t["name"] == UNOWNED)
+    lines = [
+        f"{len(report['teams']) - 1} teams · {named + unowned} DAGs: {named} owned by a team, "
+        f"{unowned} unowned · fingerprint {report.get('fingerprint')}",
+        "",
+    ]
+    for row in rows:
+        cells = [
+            cell.rjust(w) if 0 < i < 6 else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=False))
+        ]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    lines.append("")
+    for team in report["teams"]:
+        shown = team["dags"][:names_shown]
+        more = f" and {len(team['dags']) - len(shown)} more" if len(team["dags"]) > len(shown) else ""
+        lines.append(printable(f"{team['name']}: {', '.join(shown) or 'no DAGs'}{more}"))
+    return "\n".join(lines)

@@ -223,3 +223,64 @@ def test_compare_team_shows_what_opened_and_closed_for_that_team(capsys: Any, si
     assert [f["code"] for f in comparison["findings"]["closed"]] == ["paused-producer"]
     code, out, err = run(capsys, "compare", old, new, "--team", "nosuch")
     assert code == 2 and err.startswith("error: --team nosuch: no such team")
+
+
+# -- the team report ------------------------------------------------------------------------
+
+
+def test_teams_reports_each_teams_dags_and_open_findings_then_the_unowned(capsys: Any, rules: Path) -> None:
+    code, out, err = run(capsys, "teams", "--example", "--rules", str(rules))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith("3 teams · 6 DAGs: 5 owned by a team, 1 unowned · fingerprint ")
+    table = [line.split() for line in lines[2:7]]
+    assert table == [
+        ["TEAM", "DAGS", "ERROR", "WARNING", "INFO", "WAIVED", "MATCHED", "BY"],
+        ["orders", "1", "0", "1", "0", "0", "owners:", "data-eng"],
+        ["finance", "1", "0", "1", "0", "0", "tags:", "finance"],
+        ["crm", "3", "0", "0", "0", "0", "owners:", "crm-team"],
+        ["unowned", "1", "0", "1", "1", "0"],
+    ]
+    assert lines[8:] == [
+        "orders: load_orders",
+        "finance: daily_revenue",
+        "crm: backfill_customers, customer_report, sync_crm",
+        "unowned: legacy_cleanup",
+    ]
+
+
+def test_teams_as_json_counts_waived_findings_apart(capsys: Any, rules: Path, tmp_path: Path) -> None:
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text("- {code: dag-no-owner, subject: legacy_cleanup, reason: retired}\n")
+    code, out, _ = run(
+        capsys, "teams", "--example", "--rules", str(rules), "--waivers", str(waivers), "--format", "json"
+    )
+    assert code == 0
+    report = {team["name"]: team for team in json.loads(out)["teams"]}
+    assert list(report) == ["orders", "finance", "crm", "unowned"]
+    assert report["unowned"] == {
+        "name": "unowned",
+        "dags": ["legacy_cleanup"],
+        "open": {"Info": 1},
+        "waived": 1,
+    }
+    assert report["crm"]["owners"] == ["crm-team"] and report["crm"]["open"] == {}
+
+
+@pytest.mark.parametrize(
+    ("rules_text", "says"),
+    [
+        (None, "error: teams needs --rules FILE, a rules file with a teams: part\n"),
+        ("rules: []\n", "names no teams (it has no teams: part)\n"),
+    ],
+)
+def test_teams_without_teams_is_exit_2(
+    capsys: Any, tmp_path: Path, rules_text: str | None, says: str
+) -> None:
+    argv = ["teams", "--example"]
+    if rules_text is not None:
+        path = tmp_path / "r.yaml"
+        path.write_text(rules_text)
+        argv += ["--rules", str(path)]
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "") and err.endswith(says) and err.count("\n") == 1
