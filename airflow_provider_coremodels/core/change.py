@@ -442,8 +442,9 @@ class Change:
     affected: tuple[Affected, ...]
     #: Where each parsed DAG is defined (its file and line): what SARIF points opened findings at.
     lines: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    #: Where the rules file names teams: every team the change touches (an opened or closed
-    #: finding's, an affected DAG's), in file order, ``unowned`` last; else None.
+    #: Where the rules file names teams: every team the change touches (its added, removed or
+    #: changed DAGs', an opened or closed finding's, an affected DAG's), in file order, ``unowned``
+    #: last; else None.
     teams: tuple[str, ...] | None = None
 
     @property
@@ -495,6 +496,8 @@ def describe(
             for a in affected
         )
         named = {t for f in (*opened, *closed) for t in (f.team or (UNOWNED,))} | {a.team for a in affected}
+        for identity in (*added, *removed, *changed):  # the change's own DAGs: their teams wrote it
+            named.add(teams.team_of(dags_now.get(identity) or dags_then[identity]) or UNOWNED)
         touched = tuple(name for name in (*teams.names, UNOWNED) if name in named)
     return Change(
         bundle,

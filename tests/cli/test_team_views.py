@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 from cli.test_audit_command import run
-from support.helpers import SARIF_SCHEMA
+from support.helpers import REPO, SARIF_SCHEMA
 
 from airflow_provider_coremodels.sinks import FileSink
 
@@ -284,3 +284,20 @@ def test_teams_without_teams_is_exit_2(
         argv += ["--rules", str(path)]
     code, out, err = run(capsys, *argv)
     assert (code, out) == (2, "") and err.endswith(says) and err.count("\n") == 1
+
+
+def test_a_pull_requests_change_names_the_teams_it_touches(capsys: Any, rules: Path) -> None:
+    """example_dags/estate parsed as a new bundle (no baseline): every DAG is added, so every team
+    is touched; --team keeps one team's opened findings."""
+    folder = str(REPO / "example_dags" / "estate")
+    code, out, err = run(capsys, "audit", "--dag-folder", folder, "--rules", str(rules), "--format", "json")
+    assert code == 0, err
+    change = json.loads(out)["change"]
+    assert change["teamsAffected"] == ["orders", "finance", "crm", "unowned"]
+    assert {a["dag"]: a["team"] for a in change["affected"]} == {
+        "customer_report": "crm",
+        "daily_revenue": "finance",
+    }
+    code, out, _ = run(capsys, "audit", "--dag-folder", folder, "--rules", str(rules), "--team", "finance")
+    assert "teams: orders, finance, crm, unowned" in out.splitlines()
+    assert "breaks: Warning asset-unproduced s3://vendor/fx_rates.csv" in out.splitlines()

@@ -322,3 +322,13 @@ def test_a_changes_teams_are_those_of_its_findings_and_of_the_dags_it_harms() ->
     assert [(a["dag"], a["team"]) for a in part["affected"]] == [("report", "finance")]
     assert part["teamsAffected"] == ["ingest", "finance"]
     assert "teamsAffected" not in change_json(describe(before, after, then.findings, now.findings))
+
+
+def test_a_change_names_the_team_of_a_dag_it_changes_even_without_a_finding() -> None:
+    policy = parse_rules(TEAMS)
+    after_dags = [{**d, "timetable_summary": "@hourly"} if d["dag_id"] == "a_dag" else d for d in DAGS]
+    before, after = estate_of(DAGS, ASSETS), estate_of(after_dags, ASSETS)
+    then, now = audit(before, policy=policy), audit(after, policy=policy)
+    change = describe(before, after, then.findings, now.findings, teams=policy.teams)
+    assert (change.dags_changed, change.opened, change.closed) == (("a_dag",), (), ())
+    assert change.teams == ("team_a",)
