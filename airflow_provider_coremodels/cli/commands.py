@@ -197,6 +197,7 @@ def merge(args: argparse.Namespace) -> int:
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
+    team_first(args, policy)
     _airflow_logs_to_stderr(args)
     with _stdout_to_stderr():
         sinks = open_sinks(
@@ -296,6 +297,7 @@ def export(args: argparse.Namespace) -> int:
         history_max_age_days=args.history_max_age,
         **_openlineage_defaults(args),
     )
+    team_first(args, settings.policy)
     source = api_source(args)
     retry = retry_policy(args)
     with _stdout_to_stderr():
@@ -692,6 +694,21 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
 
         return render_markdown(document).rstrip("\n")
     return render_table(document)
+
+
+def team_first(args: argparse.Namespace, policy: Any) -> None:
+    """``--team`` on ``export`` and ``merge``, checked against the rules file's teams before anything
+    is captured or read (exit 2)."""
+    if not getattr(args, "team", None):
+        return
+    from airflow_provider_coremodels.core.teams import checked_team
+
+    if policy is None:
+        raise UsageError(f"--team {args.team} needs --rules FILE, a rules file with a teams: part")
+    try:
+        checked_team(args.team, policy.teams.names if policy.teams is not None else None, "the rules file")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def team_view(document: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:

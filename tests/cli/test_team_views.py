@@ -301,3 +301,24 @@ def test_a_pull_requests_change_names_the_teams_it_touches(capsys: Any, rules: P
     code, out, _ = run(capsys, "audit", "--dag-folder", folder, "--rules", str(rules), "--team", "finance")
     assert "teams: orders, finance, crm, unowned" in out.splitlines()
     assert "breaks: Warning asset-unproduced s3://vendor/fx_rates.csv" in out.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("with_rules", "says"),
+    [
+        (False, "error: --team crm needs --rules FILE, a rules file with a teams: part\n"),
+        (True, "error: --team ordres: no such team; the teams are orders, finance, crm (and unowned)\n"),
+    ],
+)
+def test_export_and_merge_check_team_before_anything_is_captured_or_read(
+    capsys: Any, rules: Path, with_rules: bool, says: str
+) -> None:
+    """Port 9 answers nothing and the snapshot does not exist: exit 2 (not 3) shows neither was tried."""
+    team = "ordres" if with_rules else "crm"
+    extra = ["--rules", str(rules)] if with_rules else []
+    for argv in (
+        ["export", "--base-url", "http://127.0.0.1:9", "--team", team, *extra],
+        ["merge", "/nonexistent/a.json", "--team", team, *extra],
+    ):
+        code, out, err = run(capsys, *argv)
+        assert (code, out, err) == (2, "", says)
