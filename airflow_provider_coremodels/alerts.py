@@ -19,6 +19,7 @@ import dataclasses
 import logging
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from airflow_provider_coremodels.core.freshness import positive_number
 from airflow_provider_coremodels.core.owner_links import owners_of
 from airflow_provider_coremodels.core.render import display_names
 from airflow_provider_coremodels.core.rules import FAIL_ON, SEVERITY_ORDER
+from airflow_provider_coremodels.core.teams import EVERY_TEAM, UNOWNED, document_teams, of_team
 from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials
 
@@ -66,6 +68,7 @@ def metrics(result: ExportResult, deployment: str) -> list[tuple[str, str, float
         out.append(("gauge", "findings.open_by_code", count, {**base, "severity": severity, "code": code}))
     out.append(("gauge", "findings.new", len(changes.new), base))
     out.append(("gauge", "findings.resolved", len(changes.resolved), base))
+    out.extend(team_metrics(result, base, severities))
     capture = result.capture
     out.append(("timing", "capture.duration", capture.seconds * 1000.0, base))
     out.append(("gauge", "capture.requests", capture.requests, base))
@@ -74,9 +77,31 @@ def metrics(result: ExportResult, deployment: str) -> list[tuple[str, str, float
     return out
 
 
+def team_metrics(
+    result: ExportResult, base: Mapping[str, str], severities: Sequence[str]
+) -> list[tuple[str, str, float, dict[str, str]]]:
+    """Where the rules file names teams: each team's open findings per severity (0 included, so a
+    gauge falls back) and its new ones, tagged ``team`` (``unowned``: no team's)."""
+    teams = document_teams(result.document)
+    if teams is None:
+        return []
+    changes = result.changes
+    out: list[tuple[str, str, float, dict[str, str]]] = []
+    for team in (*teams, UNOWNED):
+        tags = {**base, "team": team}
+        counts = Counter(str(f["severity"]) for f in of_team(changes.open, team))
+        for severity in severities:
+            out.append(
+                ("gauge", "findings.team.open", counts.get(severity, 0), {**tags, "severity": severity})
+            )
+        out.append(("gauge", "findings.team.new", len(of_team(changes.new, team)), tags))
+    return out
+
+
 def legacy_name(name: str, tags: Mapping[str, str]) -> str:
-    """``findings.open`` with its tags as name parts: ``findings.open.<deployment>.<severity>``."""
-    parts = [tags[key] for key in ("deployment", "severity", "code") if key in tags]
+    """``findings.open`` with its tags as name parts: ``findings.open.<deployment>.<severity>``
+    (a team's: ``findings.team.open.<deployment>.<team>.<severity>``)."""
+    parts = [tags[key] for key in ("deployment", "team", "severity", "code") if key in tags]
     return ".".join([name.replace("_by_code", ""), *map(name_part, parts)])
 
 
@@ -122,21 +147,24 @@ def _legacy_names_on() -> bool:
         return True
 
 
-def alert_context(result: ExportResult, page_url: str | None) -> dict[str, Any]:
+def alert_context(result: ExportResult, page_url: str | None, team: str | None = None) -> dict[str, Any]:
     """What a notifier's templates see as ``coremodels``: the new and resolved findings (document
-    form), a ready-made ``text``, the counts, the fingerprint, the page's link and the summary."""
+    form), a ready-made ``text``, the counts, the fingerprint, the page's link and the summary;
+    ``team`` the team a routed notifier is told for (None: not routed by team)."""
     document = result.document
     deployment = document["state"].get("deployment")
     dag_ids = {d["identity"] for d in document.get("datasets") or () if d.get("materialization") == "dag"}
     changes = result.changes
+    text = changes.text(deployment, display_names(document))
     return {
+        "team": team,
         "deployment": deployment,
         "fingerprint": document["fingerprint"],
         "new_findings": [dict(f) for f in changes.new],
         "resolved_findings": [dict(f) for f in changes.resolved],
         "first_export": changes.first,
         "open": dict(changes.by_severity),
-        "text": changes.text(deployment, display_names(document)),
+        "text": f"Team {team}: {text}" if team not in (None, EVERY_TEAM) else text,
         "page_url": page_url,
         "summary": result.summary(),
         # each DAG a new finding names (a broken file: the DAGs it held), with its owners and how to
@@ -281,6 +309,7 @@ def notify(
     *,
     deadline: float = defaults.NOTIFIER_TIMEOUT,
     logger: Any = log,
+    team: str | None = None,
 ) -> Notified:
     """Call each notifier (``BaseNotifier``: ``SmtpNotifier``, ``SlackNotifier``, ...) with the task's
     context plus ``coremodels``, when there is a new finding, one after the other in their order.
@@ -300,7 +329,7 @@ def notify(
     outcomes: dict[str, list[str]] = {"sent": [], "failed": [], "abandoned": []}
     for notifier in notifiers:
         name = type(notifier).__name__
-        call = _Call(copy.copy(notifier), {**context, "coremodels": alert_context(result, page_url)})
+        call = _Call(copy.copy(notifier), {**context, "coremodels": alert_context(result, page_url, team)})
         # the caller's context variables (the task's, the log's) go with the call
         thread = threading.Thread(
             target=contextvars.copy_context().run, args=(call.run,), name=f"coremodels-notifier-{name}"
@@ -337,3 +366,70 @@ def as_notifiers(value: Any) -> Sequence[Any]:
     if isinstance(value, (list, tuple)):
         return tuple(value)
     return (value,)
+
+
+# -- routing by team ------------------------------------------------------------------------
+
+
+def team_routes(value: Any, teams: Sequence[str] | None) -> dict[str, tuple[Any, ...]] | None:
+    """An operator's ``on_new_findings`` given as a mapping of team names to notifiers (each value
+    a notifier or a list, as the plain argument is): checked against the rules file's ``teams``
+    (a ``UsageError`` before anything is captured); None when it is no mapping. ``*`` takes every
+    new finding, whichever team's; ``unowned`` those of no team."""
+    if not isinstance(value, Mapping):
+        return None
+    if teams is None:
+        raise UsageError(
+            "on_new_findings maps teams to notifiers, but the rules name no teams "
+            "(give rules with a teams: part)"
+        )
+    routes: dict[str, tuple[Any, ...]] = {}
+    for team, notifiers in value.items():
+        if not isinstance(team, str) or team not in (*teams, UNOWNED, EVERY_TEAM):
+            raise UsageError(
+                f"on_new_findings names {team!r}, which is no team of the rules file; expected one of "
+                f"{', '.join((*teams, UNOWNED, EVERY_TEAM))}"
+            )
+        routes[team] = tuple(as_notifiers(notifiers))
+    return routes
+
+
+def for_team(result: ExportResult, team: str) -> ExportResult:
+    """The export as one team's notifiers see it: its open, new and resolved findings only
+    (``*``: all of them)."""
+    if team == EVERY_TEAM:
+        return result
+    changes = result.changes
+    mine = tuple(of_team(changes.open, team))
+    counts = Counter(str(f["severity"]) for f in mine)
+    told = dataclasses.replace(
+        changes,
+        open=mine,
+        new=tuple(of_team(changes.new, team)),
+        resolved=tuple(of_team(changes.resolved, team)),
+        by_severity=dict(sorted(counts.items())),
+    )
+    return dataclasses.replace(result, changes=told)
+
+
+def notify_teams(
+    routes: Mapping[str, Sequence[Any]],
+    context: Mapping[str, Any],
+    result: ExportResult,
+    page_url: str | None,
+    *,
+    min_severity: str = "Info",
+    deadline: float = defaults.NOTIFIER_TIMEOUT,
+    logger: Any = log,
+) -> dict[str, Notified]:
+    """Each team's notifiers told of that team's new findings alone (``notify`` for each, in the
+    mapping's order), as a digest at ``min_severity`` and above that counts the team's own findings
+    below it; a team with none new is not told. What became of each team's notifiers."""
+    notified = {}
+    for team, notifiers in routes.items():
+        mine = for_team(result, team)
+        mine = dataclasses.replace(mine, changes=mine.changes.at_least(min_severity))
+        notified[team] = notify(
+            notifiers, context, mine, page_url, deadline=deadline, logger=logger, team=team
+        )
+    return notified

@@ -140,6 +140,7 @@ def check_folder(check: FolderCheck) -> FolderResult:
         now.findings,
         bundle=check.bundle,
         baseline=stored.fingerprint if stored is not None else None,
+        teams=check.policy.teams if check.policy is not None else None,
     )
     change = dataclasses.replace(change, lines=_defined_at(change, after, artifacts.lines, target))
     build: dict[str, Any] = {"lean": True}

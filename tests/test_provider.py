@@ -91,6 +91,7 @@ def test_cli_commands_build_for_airflow() -> None:
         "export",
         "history",
         "compare",
+        "teams",
         "mcp",
         "generate",
     ]

@@ -72,6 +72,25 @@ RULES = ArgSpec(
         "does not hold (read before anything is captured)",
     },
 )
+TEAM = ArgSpec(
+    ("--team",),
+    {
+        "metavar": "NAME",
+        "help": "show one team's findings only (a team of the rules file's teams:, or unowned); "
+        "--fail-on counts those alone, and the sinks still get every finding",
+    },
+)
+TEAM_HISTORY = ArgSpec(
+    ("--team",),
+    {
+        "metavar": "NAME",
+        "help": "count one team's open findings only (a team the snapshots were audited with)",
+    },
+)
+TEAM_COMPARE = ArgSpec(
+    ("--team",),
+    {"metavar": "NAME", "help": "compare one team's findings only (a team the snapshots were audited with)"},
+)
 SOURCE_ROOT = ArgSpec(
     ("--source-root",),
     {
@@ -494,6 +513,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             FORMAT,
             *OPENLINEAGE,
             FAIL_ON_ARG,
+            TEAM,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
             ASSET_EXTRA,
@@ -623,6 +643,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             FORMAT,
             *OPENLINEAGE,
             FAIL_ON_ARG,
+            TEAM,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
         ),
@@ -662,6 +683,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             FORMAT,
             *OPENLINEAGE,
             FAIL_ON_ARG,
+            TEAM,
             SOURCE_ROOT,
             MAX_SNAPSHOT_BYTES,
             ASSET_EXTRA,
@@ -700,6 +722,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                     "help": f"list the newest N entries (default: {DEFAULT_HISTORY_LIMIT}; 0 lists all)",
                 },
             ),
+            TEAM_HISTORY,
         ),
     ),
     CommandSpec(
@@ -733,6 +756,25 @@ COMMANDS: tuple[CommandSpec, ...] = (
                     "help": "exit 1 when a finding at or above this severity opened (default: never)",
                 },
             ),
+            TEAM_COMPARE,
+        ),
+    ),
+    CommandSpec(
+        name="teams",
+        help="Report who owns what: each team's DAGs and open findings, and the unowned DAGs",
+        description=(
+            "Audit an estate as audit does (artifact files, a stored snapshot or --example) with a "
+            "rules file naming teams, and print each team (in the file's order) with its DAGs, its open "
+            "findings by severity and its waived ones, then the DAGs no team owns."
+        ),
+        func="airflow_provider_coremodels.cli.commands:teams",
+        args=(
+            *AUDIT_INPUTS,
+            ArgSpec(
+                ("--format",),
+                {"choices": ("table", "json"), "default": "table", "help": "table or json (default: table)"},
+            ),
+            MAX_ARTIFACT_BYTES,
         ),
     ),
     CommandSpec(

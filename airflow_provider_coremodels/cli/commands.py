@@ -56,7 +56,7 @@ def audit(args: argparse.Namespace) -> int:
     ):
         if given is not None:
             raise UsageError(f"audit {flag} goes with --dag-folder")
-    document = _audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes)
+    document = team_view(_audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes), args)
     emit(render(document, args))
     return exit_code(document["findings"], args.fail_on)
 
@@ -100,7 +100,7 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
             max_snapshot_bytes=args.max_snapshot_bytes,
         )
     )
-    document = result.document
+    document = team_view(result.document, args)
     emit(render(document, args))
     code = exit_code(document["findings"], args.fail_on)
     if args.fail_on_new and failing_findings(document["change"]["findingsOpened"], args.fail_on_new):
@@ -230,6 +230,7 @@ def merge(args: argparse.Namespace) -> int:
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
+    team_first(args, policy)
     _airflow_logs_to_stderr(args)
     with _stdout_to_stderr():
         sinks = open_sinks(
@@ -253,10 +254,25 @@ def merge(args: argparse.Namespace) -> int:
             )
         except SinksFailed as failure:  # every other sink was written: the output is still due
             result = failure.result
-    emit(render(result.document, args))
+    document = team_view(result.document, args)
+    emit(render(document, args))
     if sinks:
         say_summary(result.summary_line(), args)
-    return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)
+    return sink_failures(result.failed) or exit_code(document["findings"], args.fail_on)
+
+
+def teams(args: argparse.Namespace) -> int:
+    """``teams``: each team's DAGs and open findings, and the unowned DAGs, of an audited estate."""
+    from airflow_provider_coremodels.core.teams import render_team_report, team_report
+
+    if not args.rules:
+        raise UsageError("teams needs --rules FILE, a rules file with a teams: part")
+    policy = read_rules(args.rules)
+    if policy.teams is None:
+        raise UsageError(f"teams: rules file {args.rules} names no teams (it has no teams: part)")
+    report = team_report(_audited_document(args, "teams"), policy.teams)
+    emit(render_json(report) if args.format == "json" else render_team_report(report))
+    return EXIT_OK
 
 
 def capture(args: argparse.Namespace) -> int:
@@ -314,6 +330,7 @@ def export(args: argparse.Namespace) -> int:
         history_max_age_days=args.history_max_age,
         **_openlineage_defaults(args),
     )
+    team_first(args, settings.policy)
     source = api_source(args)
     retry = retry_policy(args)
     with _stdout_to_stderr():
@@ -335,9 +352,10 @@ def export(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.alerts import send_metrics
 
     send_metrics(result, str(result.document["state"].get("deployment") or "default"))
-    emit(render(result.document, args))
+    document = team_view(result.document, args)
+    emit(render(document, args))
     say_summary(f"{result.capture.line()}\n{result.summary_line()}", args)
-    return sink_failures(result.failed) or exit_code(result.document["findings"], args.fail_on)
+    return sink_failures(result.failed) or exit_code(document["findings"], args.fail_on)
 
 
 def history(args: argparse.Namespace) -> int:
@@ -347,6 +365,13 @@ def history(args: argparse.Namespace) -> int:
     reader = history_reader(args.sink, args.sink_conn_id)
     with _reading(reader):
         listing = list_history(reader, limit=args.limit)
+    if getattr(args, "team", None):
+        from airflow_provider_coremodels.sinks.history import team_listing
+
+        try:
+            listing = team_listing(listing, args.team)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     emit(render_json(listing.as_dict()) if args.format == "json" else render_listing(listing))
     return EXIT_OK
 
@@ -363,9 +388,17 @@ def compare(args: argparse.Namespace) -> int:
         render_comparison_table,
     )
 
-    comparison = run_compare(
-        stored_side(args.old, args.sink_conn_id), stored_side(args.new, args.sink_conn_id)
-    )
+    old, new = stored_side(args.old, args.sink_conn_id), stored_side(args.new, args.sink_conn_id)
+    if getattr(args, "team", None):
+        from airflow_provider_coremodels.core.teams import checked_team
+
+        known = [*(old.teams or ()), *(t for t in new.teams or () if t not in (old.teams or ()))]
+        try:
+            checked_team(args.team, known or None, "neither snapshot")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        old, new = old.of_team(args.team), new.of_team(args.team)
+    comparison = run_compare(old, new)
     if args.format == "json":
         emit(render_json(comparison_json(comparison)))
     elif args.format == "markdown":
@@ -721,6 +754,37 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
 
         return render_markdown(document).rstrip("\n")
     return render_table(document)
+
+
+def team_first(args: argparse.Namespace, policy: Any) -> None:
+    """``--team`` on ``export`` and ``merge``, checked against the rules file's teams before anything
+    is captured or read (exit 2)."""
+    if not getattr(args, "team", None):
+        return
+    from airflow_provider_coremodels.core.teams import checked_team
+
+    if policy is None:
+        raise UsageError(f"--team {args.team} needs --rules FILE, a rules file with a teams: part")
+    try:
+        checked_team(args.team, policy.teams.names if policy.teams is not None else None, "the rules file")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def team_view(document: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """``--team NAME``: the document with that team's findings only (what is printed and what
+    ``--fail-on`` counts; what the sinks got is the whole document). Exit 2 for a team the
+    document was not audited with."""
+    team = getattr(args, "team", None)
+    if not team:
+        return document
+    from airflow_provider_coremodels.core.teams import checked_team, document_teams, for_team
+
+    try:
+        checked_team(team, document_teams(document))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return for_team(document, team)
 
 
 def source_roots(given: list[str] | None) -> dict[str | None, str]:

@@ -39,6 +39,7 @@ from airflow_provider_coremodels.core.model import (
 )
 from airflow_provider_coremodels.core.policy import Policy, PolicyStatus, check_policy
 from airflow_provider_coremodels.core.rules import make_finding
+from airflow_provider_coremodels.core.teams import TeamIndex, with_teams
 from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
 
 DEFAULT_OWNER = "airflow"
@@ -131,6 +132,9 @@ def audit(
     if waivers:
         findings = apply_waivers(findings, waivers, today or dt.datetime.now(dt.timezone.utc).date())
     findings.sort(key=lambda f: (f.section, f.code, f.subject, f.detail or ""))
+    if policy is not None and policy.teams is not None:  # each finding told whose it is
+        index = TeamIndex(policy.teams, estate, baseline.estate if baseline is not None else None, broken)
+        findings = with_teams(findings, index)
     return AuditResult(tuple(findings), status, freshness_status, broken, policy_status)
 
 

@@ -47,6 +47,7 @@ from airflow_provider_coremodels.core.model import (
 from airflow_provider_coremodels.core.owner_links import owner_links
 from airflow_provider_coremodels.core.parse import build_estate
 from airflow_provider_coremodels.core.references import DEPENDENCIES
+from airflow_provider_coremodels.core.teams import UNOWNED, Teams
 
 BUNDLE_KEY = "airflow.bundle"
 RELATIVE_FILELOC_KEY = "airflow.relativeFileloc"
@@ -413,11 +414,15 @@ class Affected:
     through: str
     #: How to reach the owners (Airflow's ``owner_links``), where the capture read them.
     owner_links: tuple[tuple[str, str], ...] = ()
+    #: The DAG's team where the rules file names teams (``unowned``: none of them); else None.
+    team: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"dag": self.dag, "owners": list(self.owners), "through": self.through}
         if self.owner_links:
             out["ownerLinks"] = dict(self.owner_links)
+        if self.team is not None:
+            out["team"] = self.team
         return out
 
 
@@ -437,6 +442,10 @@ class Change:
     affected: tuple[Affected, ...]
     #: Where each parsed DAG is defined (its file and line): what SARIF points opened findings at.
     lines: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    #: Where the rules file names teams: every team the change touches (its added, removed or
+    #: changed DAGs', an opened or closed finding's, an affected DAG's), in file order, ``unowned``
+    #: last; else None.
+    teams: tuple[str, ...] | None = None
 
     @property
     def empty(self) -> bool:
@@ -453,6 +462,7 @@ def describe(
     bundle: str | None = None,
     baseline: str | None = None,
     lines: Mapping[str, int] | None = None,
+    teams: Teams | None = None,
 ) -> Change:
     """What changed from ``before`` to ``after``: findings by (code, subject), DAGs by identity,
     edges by key, and every DAG downstream of a DAG or asset that changed (in either estate's
@@ -479,6 +489,16 @@ def describe(
     seeds: list[tuple[str, str]] = [(DAG, identity) for identity in (*added, *removed, *changed)]
     seeds.extend((e.dependent_kind, e.dependent) for e in (*lineage_added, *lineage_removed))
     affected = _downstream(seeds, (*before.lineage, *after.lineage), dags_now, dags_then, set(removed))
+    touched = None
+    if teams is not None:
+        affected = tuple(
+            dataclasses.replace(a, team=teams.team_of(dags_now.get(a.dag) or dags_then[a.dag]) or UNOWNED)
+            for a in affected
+        )
+        named = {t for f in (*opened, *closed) for t in (f.team or (UNOWNED,))} | {a.team for a in affected}
+        for identity in (*added, *removed, *changed):  # the change's own DAGs: their teams wrote it
+            named.add(teams.team_of(dags_now.get(identity) or dags_then[identity]) or UNOWNED)
+        touched = tuple(name for name in (*teams.names, UNOWNED) if name in named)
     return Change(
         bundle,
         baseline,
@@ -491,6 +511,7 @@ def describe(
         tuple(changed),
         affected,
         dict(lines or {}),
+        touched,
     )
 
 
@@ -546,4 +567,5 @@ def change_json(change: Change) -> dict[str, Any]:
         "dagsChanged": list(change.dags_changed),
         "affected": [a.as_dict() for a in change.affected],
         "lines": dict(sorted(change.lines.items())),
+        **({"teamsAffected": list(change.teams)} if change.teams is not None else {}),
     }

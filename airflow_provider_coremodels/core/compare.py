@@ -12,6 +12,7 @@ called a change: the tasks of a DAG whose task list a capture could not read com
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from airflow_provider_coremodels.core.markdown import _code, _text
 from airflow_provider_coremodels.core.model import DAG, Dataset, Edge, Estate, Materialization
 from airflow_provider_coremodels.core.render import severity_counts
 from airflow_provider_coremodels.core.rules import failing_findings, severity_rank
+from airflow_provider_coremodels.core.teams import document_teams, finding_teams
 from airflow_provider_coremodels.core.text import printable
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 
@@ -46,11 +48,13 @@ class StoredFinding(msgspec.Struct, frozen=True):
     message: str = ""
     detail: str | None = None
     waived: Any = None
+    team: Any = None  # the teams it belongs to, where the rules file named teams
 
 
 class _Findings(msgspec.Struct, rename="camel"):
     findings: list[StoredFinding] = []
     snapshot_stored: bool = True
+    policy: Any = None
 
 
 _FINDINGS = msgspec.json.Decoder(_Findings)
@@ -67,6 +71,13 @@ class Side:
     captured_at: str | None
     estate: Estate | None
     findings: tuple[StoredFinding, ...]
+    #: The teams the snapshot was audited with (None: none).
+    teams: tuple[str, ...] | None = None
+
+    def of_team(self, team: str) -> Side:
+        """The side as one team sees it: only its findings (the estate stays whole)."""
+        mine = tuple(f for f in self.findings if team in finding_teams({"team": f.team}))
+        return dataclasses.replace(self, findings=mine)
 
     @property
     def open(self) -> list[StoredFinding]:
@@ -103,6 +114,7 @@ def read_side(source: str, location: str, data: bytes) -> Side:
         stored.state.captured_at,
         stored.estate if parts.snapshot_stored else None,
         tuple(parts.findings),
+        document_teams({"policy": parts.policy}),
     )
 
 
@@ -127,6 +139,7 @@ class FindingChange:
             "message": f.message,
             "detail": f.detail,
             "how": self.how,
+            **({"team": f.team} if f.team is not None else {}),
         }
 
 

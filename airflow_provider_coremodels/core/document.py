@@ -115,6 +115,8 @@ def finding_json(finding: Finding) -> dict[str, Any]:
     }
     if finding.waived is not None:
         out["waived"] = {"reason": finding.waived.reason, "expires": finding.waived.expires}
+    if finding.team is not None:
+        out["team"] = list(finding.team)
     return out
 
 

@@ -29,7 +29,9 @@ class Waived:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One audit result; ``waived`` is set when a waiver covers it (it then never fails a run)."""
+    """One audit result; ``waived`` is set when a waiver covers it (it then never fails a run);
+    ``team`` the teams it belongs to where the rules file names teams (empty: unowned; None: no
+    teams were named), outside the fingerprint (``core/teams.py``)."""
 
     section: str
     severity: Severity
@@ -38,3 +40,4 @@ class Finding:
     message: str
     detail: str | None = None
     waived: Waived | None = None
+    team: tuple[str, ...] | None = None

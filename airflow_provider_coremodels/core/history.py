@@ -9,6 +9,7 @@ them (``load_document`` builds the whole estate model, which a listing never loo
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ import msgspec
 from airflow_provider_coremodels.core.document import findings_digest
 from airflow_provider_coremodels.core.model import CONNECTOR, READABLE_SCHEMA_VERSIONS
 from airflow_provider_coremodels.core.rules import most_severe_first
+from airflow_provider_coremodels.core.teams import document_teams, grouped
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 
 
@@ -32,6 +34,14 @@ class EntrySummary:
     waived: int
     snapshot_stored: bool
     version: str | None
+    #: The teams the document was audited with (None: none), and each one's open findings by
+    #: severity (``unowned`` last, where it has any): a team's view of the listing and its trend.
+    teams: tuple[str, ...] | None = None
+    by_team: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+
+    def of_team(self, team: str) -> EntrySummary:
+        """The summary as one team sees it: its open findings only (waived ones are not split)."""
+        return dataclasses.replace(self, open=dict(self.by_team).get(team, ()))
 
     @property
     def open_count(self) -> int:
@@ -64,6 +74,7 @@ class _Head(msgspec.Struct, rename="camel"):
     findings: list[dict[str, Any]] = []
     lossiness: list[Any] = []
     snapshot_stored: bool = True
+    policy: Any = None
 
 
 _DECODER = msgspec.json.Decoder(_Head)
@@ -88,14 +99,27 @@ def summarize(data: bytes) -> EntrySummary:
     if head.fingerprint is not None:
         digest = findings_digest(head.findings, [r for r in head.lossiness if isinstance(r, dict)])
         version = f"{head.fingerprint}-{digest}"
+    teams = document_teams({"policy": head.policy})
+    by_team: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    if teams is not None:
+        by_team = tuple(
+            (team, _counts(Counter(str(f.get("severity")) for f in group)))
+            for team, group in grouped(open_findings, teams)
+        )
     return EntrySummary(
         fingerprint=head.fingerprint,
         captured_at=head.state.captured_at,
-        open=tuple((severity, by_severity[severity]) for severity in most_severe_first(by_severity)),
+        open=_counts(by_severity),
         waived=len(head.findings) - len(open_findings),
         snapshot_stored=head.snapshot_stored,
         version=version,
+        teams=teams,
+        by_team=by_team,
     )
+
+
+def _counts(by_severity: Counter[str]) -> tuple[tuple[str, int], ...]:
+    return tuple((severity, by_severity[severity]) for severity in most_severe_first(by_severity))
 
 
 def _first_line(exc: BaseException) -> str:

@@ -31,6 +31,7 @@ from airflow_provider_coremodels.core.render import (
     table_order,
 )
 from airflow_provider_coremodels.core.rules import COVERAGE, DRIFT, POLICY, catalogue, most_severe_first
+from airflow_provider_coremodels.core.teams import document_teams, grouped
 from airflow_provider_coremodels.core.text import printable
 
 MAX_ROWS = 50  # per table
@@ -56,6 +57,29 @@ def render_markdown(
     if not others:
         out.append("No conformance findings." if not drift else "No conformance findings; drift is below.")
         out.append("")
+    teams = document_teams(document)
+    if teams is not None and others:  # each team's findings under its name, the most severe first
+        for team, group in grouped(sorted(others, key=table_order), teams):
+            out.append(f"#### Team {_text(team)} ({len(group)})")
+            out.append("")
+            out.extend(
+                _table(
+                    ("Severity", "Code", "Subject", "Detail"),
+                    (
+                        [
+                            _text(f["severity"]),
+                            _code(f["code"]),
+                            _subject(f, names),
+                            _text(f.get("detail") or ""),
+                        ]
+                        for f in group
+                    ),
+                    len(group),
+                    max_rows,
+                )
+            )
+            out.append("")
+        others = []
     by_severity: dict[str, list[dict[str, Any]]] = {}
     for finding in others:
         by_severity.setdefault(finding["severity"], []).append(finding)

@@ -44,6 +44,7 @@ from airflow_provider_coremodels.core.rules import (
     is_policy_code,
 )
 from airflow_provider_coremodels.core.team_files import quote, read_team_file, unknown_keys
+from airflow_provider_coremodels.core.teams import Teams, teams_from_value
 from airflow_provider_coremodels.errors import RulesFileError
 
 T = TypeVar("T")
@@ -211,12 +212,21 @@ class OwnerIn(Check):
     key: ClassVar[str] = "owner_in"
     names: frozenset[str]
     listed: tuple[str, ...]
+    #: The listed names that are teams of the rules file, with their owners (each stands for them).
+    team_owners: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def value(self) -> Any:
         return list(self.listed)
 
     def describe(self) -> str:
-        return f"the DAG has an owner and every owner is one of {_names(self.listed)}"
+        return f"the DAG has an owner and every owner is one of {_names(self.listed)}{self._teams_note()}"
+
+    def _teams_note(self) -> str:
+        named = [name for name in self.listed if name in self.team_owners]
+        if not named:
+            return ""
+        many = len(named) > 1
+        return f" (the team{'s' if many else ''} {_names(named)} by {'their' if many else 'its'} owners)"
 
     def message(self) -> str:
         return f"DAG has an owner outside the list ({_names(self.listed)}), or none."
@@ -402,12 +412,20 @@ class TaskOperatorNotIn(Check):
                 yield task.name, f"operator: {task.native_type}"
 
 
-def _build_check(key: str, value: Any, where: str) -> Check:
+def _build_check(key: str, value: Any, where: str, teams: Teams | None = None) -> Check:
     if key == "tag":
         return Tag(_glob(value, where))
-    if key in ("owner_in", "task_operator_not_in"):
+    if key == "owner_in":
+        # a name that is a team of the file stands for its owners too (and still for itself)
         names = _name_list(value, where)
-        return (OwnerIn if key == "owner_in" else TaskOperatorNotIn)(frozenset(names), names)
+        team_owners = {
+            name: team.owners for name in names if teams is not None and (team := teams.get(name)) is not None
+        }
+        allowed = frozenset(names).union(*team_owners.values())
+        return OwnerIn(allowed, names, team_owners)
+    if key == "task_operator_not_in":
+        names = _name_list(value, where)
+        return TaskOperatorNotIn(frozenset(names), names)
     if key == "dag_id":
         if not isinstance(value, str) or not value:
             raise _fail(where, "must be a non-empty regex (a string)")
@@ -545,10 +563,15 @@ class Policy:
     """The rules of one rules file, in file order; ``digest`` tells two rule sets apart."""
 
     rules: tuple[PolicyRule, ...]
+    #: The file's ``teams`` (``core/teams.py``), None when it names none.
+    teams: Teams | None = None
     digest: str = field(init=False)
 
     def __post_init__(self) -> None:
-        body = msgspec.json.encode([rule.json() for rule in self.rules], order="sorted")
+        said: Any = [rule.json() for rule in self.rules]
+        if self.teams is not None:  # a file without teams keeps the digest it always had
+            said = {"rules": said, "teams": self.teams.json()}
+        body = msgspec.json.encode(said, order="sorted")
         object.__setattr__(self, "digest", hashlib.sha256(body).hexdigest()[:16])
 
 
@@ -566,17 +589,20 @@ def rules_from_value(value: Any) -> Policy:
     Every rule is checked, and every part of each, before the file is refused: one error is said
     as it is, several in one message (``has 3 errors: rules[0] ...; rules[2] ...``), so that a
     person fixes the file in one pass, and the command line still says it in one line."""
+    teams = None
     if isinstance(value, dict):
-        if unknown := unknown_keys(value, ("rules",)):
+        if unknown := unknown_keys(value, ("rules", "teams")):
             raise RulesFileError(unknown)
-        value = value.get("rules")
+        if "teams" in value:
+            teams = teams_from_value(value["teams"])
+        value = value.get("rules", [] if teams is not None else None)
     if not isinstance(value, list):
         raise RulesFileError('must be a list of rules (or {"rules": [...]})')
     rules: list[PolicyRule] = []
     errors: list[str] = []
     first_of: dict[str, int] = {}
     for i, entry in enumerate(value):
-        rule = _rule(entry, f"rules[{i}]", errors)
+        rule = _rule(entry, f"rules[{i}]", errors, teams)
         code = entry.get("code") if isinstance(entry, dict) else None
         if not isinstance(code, str) or not is_policy_code(code):
             pass  # said by _rule
@@ -592,10 +618,10 @@ def rules_from_value(value: Any) -> Policy:
         listed = "; ".join(errors[:MAX_ERRORS_SAID])
         more = f"; and {len(errors) - MAX_ERRORS_SAID} more" if len(errors) > MAX_ERRORS_SAID else ""
         raise RulesFileError(f"has {len(errors)} errors: {listed}{more}")
-    return Policy(tuple(rules))
+    return Policy(tuple(rules), teams)
 
 
-def _rule(entry: Any, where: str, errors: list[str]) -> PolicyRule | None:
+def _rule(entry: Any, where: str, errors: list[str], teams: Teams | None = None) -> PolicyRule | None:
     """One rule, or None with each of its problems added to ``errors`` (its parts are checked
     apart: a rule's unknown key does not hide its bad severity)."""
     if not isinstance(entry, dict):
@@ -606,7 +632,7 @@ def _rule(entry: Any, where: str, errors: list[str]) -> PolicyRule | None:
         errors.append(f"{where} {unknown}")
     code = _part(errors, _code, entry.get("code"), f"{where}.code")
     severity = _part(errors, _severity, entry.get("severity", Severity.WARNING.value), f"{where}.severity")
-    check = _part(errors, _require, entry.get("require"), f"{where}.require")
+    check = _part(errors, _require, entry.get("require"), f"{where}.require", teams)
     scope = _part(errors, _scope, entry.get("where"), f"{where}.where")
     message = help_text = None
     if "message" in entry:
@@ -656,7 +682,7 @@ def _severity(value: Any, where: str) -> Severity:
     return severity
 
 
-def _require(value: Any, where: str) -> Check:
+def _require(value: Any, where: str, teams: Teams | None = None) -> Check:
     if not isinstance(value, dict) or not value:
         raise _fail(where, f"must be a mapping naming exactly one check: {', '.join(CHECKS)}")
     if unknown := unknown_keys(value, CHECKS):
@@ -664,7 +690,7 @@ def _require(value: Any, where: str) -> Check:
     if len(value) > 1:
         raise _fail(where, f"names {len(value)} checks ({', '.join(sorted(value))}); a rule has exactly one")
     ((key, given),) = value.items()
-    return _build_check(key, given, f"{where}.{key}")
+    return _build_check(key, given, f"{where}.{key}", teams)
 
 
 def _default_help(check: Check, scope: Scope) -> str:
@@ -731,8 +757,11 @@ def policy_json(status: PolicyStatus) -> dict[str, Any]:
     could not be checked; or why no rules ran."""
     if status.policy is None:
         return {"digest": None, "rules": [], "notChecked": {}, "reason": status.reason}
-    return {
+    out: dict[str, Any] = {
         "digest": status.policy.digest,
         "rules": [rule.json() for rule in status.policy.rules],
         "notChecked": dict(status.not_checked),
     }
+    if status.policy.teams is not None:  # the teams findings were assigned to (core/teams.py)
+        out["teams"] = status.policy.teams.json()
+    return out

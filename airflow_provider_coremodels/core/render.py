@@ -17,6 +17,7 @@ import msgspec
 from airflow_provider_coremodels.core.model import DISPLAY_NAME_KEY
 from airflow_provider_coremodels.core.owner_links import with_links
 from airflow_provider_coremodels.core.rules import POLICY, catalogue, most_severe_first, severity_rank
+from airflow_provider_coremodels.core.teams import document_teams, grouped
 from airflow_provider_coremodels.core.text import printable
 
 
@@ -181,6 +182,8 @@ def policy_line(document: Mapping[str, Any]) -> str | None:
         counted = [(str(why), n) for why, n in unchecked.items() if isinstance(n, int)]
         total = sum(n for _, n in counted)
         line += f"; {total} not checked (" + ", ".join(f"{why}: {n}" for why, n in counted) + ")"
+    if (teams := document_teams(document)) is not None:
+        line += f"; teams: {', '.join(teams)}"
     return printable(line)
 
 
@@ -354,11 +357,14 @@ def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> 
         f"through {a['through']}"
         for a in change.get("affected", ())
     ]
-    return [
+    out = [
         f"This change ({where}): {', '.join(parts)}",
         "breaks: " + (_named(breaks, names_shown) if breaks else "nothing (no finding opens)"),
         "affects: " + (_named(affected, names_shown) if affected else "no DAG downstream of what changed"),
     ]
+    if isinstance(change.get("teamsAffected"), list):
+        out.append("teams: " + (", ".join(map(str, change["teamsAffected"])) or "none"))
+    return out
 
 
 def _named(items: list[str], shown: int) -> str:
@@ -390,24 +396,32 @@ def render_table(document: dict[str, Any]) -> str:
     if findings:
         names = display_names(document)
         rules = catalogue(document)
-        rows = [("SEVERITY", "SECTION", "CODE", "SUBJECT", "DETAIL")]
-        rows += [
-            (
-                printable(f["severity"]),
-                printable(f["section"]),
-                printable(f["code"]),
-                printable(subject_text(f, names, rules)),
-                printable(
-                    "; ".join(p for p in (f.get("detail"), f.get("waived") and waived_text(f["waived"])) if p)
-                ),
+
+        def row(f: Mapping[str, Any]) -> tuple[str, ...]:
+            detail = "; ".join(
+                p for p in (f.get("detail"), f.get("waived") and waived_text(f["waived"])) if p
             )
-            for f in findings
-        ]
-        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+            subject = subject_text(f, names, rules)
+            return tuple(printable(str(c)) for c in (f["severity"], f["section"], f["code"], subject, detail))
+
+        header = ("SEVERITY", "SECTION", "CODE", "SUBJECT", "DETAIL")
+        teams = document_teams(document)
+        # with teams, each team's findings under its name (a finding of two teams under both)
+        groups = list(grouped(findings, teams)) if teams is not None else [("", findings)]
+        table = [(name, [row(f) for f in group]) for name, group in groups]
+        rows = [header, *(r for _, group_rows in table for r in group_rows)]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+
+        def line(r: tuple[str, ...]) -> str:
+            cells = [cell.ljust(width) for cell, width in zip(r, widths, strict=False)]
+            return "  ".join([*cells, r[4]]).rstrip()
+
         lines.append("")
-        for row in rows:
-            cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
-            lines.append("  ".join([*cells, row[4]]).rstrip())
+        lines.append(line(header))
+        for name, group_rows in table:
+            if name:
+                lines.append(printable(f"team {name}: {len(group_rows)} finding{_s(len(group_rows))}"))
+            lines.extend(line(r) for r in group_rows)
         lines.append("")
         messages = {printable(f["code"]): printable(f["message"]) for f in findings}
         width = max(len(code) for code in messages)

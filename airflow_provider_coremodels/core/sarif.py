@@ -33,6 +33,7 @@ from airflow_provider_coremodels.core.conflicts import read_conflicts
 from airflow_provider_coremodels.core.merge import DEPLOYMENT_KEY
 from airflow_provider_coremodels.core.render import display_names
 from airflow_provider_coremodels.core.rules import POLICY, Rule, Subject, catalogue
+from airflow_provider_coremodels.core.teams import finding_teams
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 TOOL_NAME = "airflow-provider-coremodels"
@@ -95,6 +96,8 @@ def render_sarif(
         paths = [waivers_path] if about == "waiver" and waivers_path else locator.paths(finding, about)
         if deployments := locator.deployments(finding, about):
             result["properties"]["deployments"] = deployments
+        if "team" in finding:  # the rules file named teams: whose it is (unowned: no team's)
+            result["properties"]["team"] = finding_teams(finding)
         if (code, finding["subject"]) in opened:
             result["properties"]["change"] = "opened"
         if paths:

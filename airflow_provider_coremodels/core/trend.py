@@ -11,6 +11,7 @@ Each bar's ``<title>`` says what it stands for when pointed at.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +53,12 @@ class TrendPoint:
     findings_only: bool = False
     over_the_cap: bool = False
     problem: str | None = None
+    #: Each team's open findings by severity, where the snapshot was audited with teams.
+    by_team: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+
+    def of_team(self, team: str) -> TrendPoint:
+        """The point as one team's trend draws it: that team's open findings only."""
+        return dataclasses.replace(self, open=dict(self.by_team).get(team, ()), by_team=())
 
     @property
     def total(self) -> int:

@@ -20,7 +20,9 @@ from airflow_provider_coremodels.alerts import (
     checked_deadline,
     checked_min_severity,
     notify,
+    notify_teams,
     send_metrics,
+    team_routes,
     to_tell,
 )
 from airflow_provider_coremodels.compat import AirflowException
@@ -84,9 +86,12 @@ class CoreModelsExportOperator(BaseOperator):
         open in the previous stored snapshot. Each is called once per export, with one digest of
         every such finding: its templates see the task's context and ``coremodels``
         (``new_findings``, ``resolved_findings``, ``text``, ``page_url``, ...; docs/alerts.md).
-        A notifier that fails is logged and never fails the task.
+        A notifier that fails is logged and never fails the task. Where ``rules`` names teams it
+        may be a mapping of team names to notifiers (``{"orders": [...], "unowned": [...],
+        "*": [...]}``): each team's are told of its own new findings only, ``*``'s of every one.
     :param notify_min_severity: ``info`` (the default), ``warning`` or ``error``: the least severity
-        a new finding must have to call the notifiers; the digest lists those, and counts the rest.
+        a new finding must have to call the notifiers; the digest lists those, and counts the rest
+        (each team's digest, its own).
     :param notify_first_export: call the notifiers on the first export too (off by default): with
         no previous snapshot in the sinks, every open finding is "new", so the first export records
         the baseline and says so in one log line, and the next export tells what changed since.
@@ -198,6 +203,10 @@ class CoreModelsExportOperator(BaseOperator):
                 history_keep=self.history_keep,
                 history_max_age_days=self.history_max_age_days,
             )
+            policy = settings.policy
+            routes = team_routes(
+                self.on_new_findings, policy.teams.names if policy and policy.teams else None
+            )
             if not settings.sinks:
                 self.log.warning(
                     "No sinks: the snapshot is audited and logged, but stored nowhere "
@@ -223,7 +232,18 @@ class CoreModelsExportOperator(BaseOperator):
         if self.metrics:
             deployment = str(document["state"].get("deployment") or self.airflow_api_conn_id)
             send_metrics(result, deployment, logger=self.log)
-        if self.on_new_findings:
+        if self.on_new_findings and routes is not None:  # each team told of its own new findings
+            quiet = to_tell(result, first_export=self.notify_first_export, logger=self.log)
+            notify_teams(
+                routes,
+                context,
+                quiet,
+                self.coremodels_page_url,
+                min_severity=least,
+                deadline=deadline,
+                logger=self.log,
+            )
+        elif self.on_new_findings:
             told = to_tell(result, min_severity=least, first_export=self.notify_first_export, logger=self.log)
             notify(
                 as_notifiers(self.on_new_findings),

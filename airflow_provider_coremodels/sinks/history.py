@@ -19,6 +19,7 @@ No Airflow here: the UI page imports this module.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import re
@@ -323,6 +324,26 @@ class Listing:
             "latestProblem": self.latest_problem,
             "entries": [entry.as_dict() for entry in self.entries],
         }
+
+
+def team_listing(listing: Listing, team: str) -> Listing:
+    """The listing as one team sees it (``history --team``): each entry's open findings those of
+    ``team``; a ``ValueError`` when no entry listed was audited with that team."""
+    from airflow_provider_coremodels.core.teams import checked_team
+
+    summaries = [e.summary for e in listing.entries if e.summary is not None]
+    if listing.latest is not None:
+        summaries.append(listing.latest)
+    known: list[str] = []
+    for summary in summaries:
+        known.extend(t for t in summary.teams or () if t not in known)
+    checked_team(team, known or None, "no snapshot listed")
+    entries = tuple(
+        dataclasses.replace(e, summary=e.summary.of_team(team)) if e.summary is not None else e
+        for e in listing.entries
+    )
+    latest = listing.latest.of_team(team) if listing.latest is not None else None
+    return dataclasses.replace(listing, entries=entries, latest=latest)
 
 
 #: The latest document's version when the caller has it already (the page has read latest.json).

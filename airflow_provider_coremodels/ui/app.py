@@ -157,6 +157,7 @@ def snapshot_page(
     around: Annotated[str | None, Query(max_length=2000)] = None,
     depth: Annotated[str | None, Query(max_length=10)] = None,
     fingerprint: Annotated[str | None, Query(max_length=64)] = None,
+    team: Annotated[str | None, Query(max_length=200)] = None,
 ) -> HTMLResponse:
     """The page: facts, the history chart, findings, lossiness and the lineage picture of the latest
     snapshot (or of the stored one with ``fingerprint``: an export task's link)."""
@@ -172,6 +173,8 @@ def snapshot_page(
             around=around,
             depth=depth,
             trend=read_trend(found),
+            team=team,
+            fingerprint=fingerprint,
         )
     except Exception:
         log.exception("CoreModels page: rendering %s failed", found.shown)

@@ -37,6 +37,7 @@ from airflow_provider_coremodels.core.render import (
     table_order,
 )
 from airflow_provider_coremodels.core.suggest import did_you_mean
+from airflow_provider_coremodels.core.teams import UNOWNED, document_teams, finding_teams, of_team
 from airflow_provider_coremodels.core.trend import Trend, TrendPoint, summary, trend_svg
 
 MAX_DEPTH = 6
@@ -76,14 +77,32 @@ def render_snapshot_page(
     around: str | None = None,
     depth: str | None = None,
     trend: Trend | None = None,
+    team: str | None = None,
+    fingerprint: str | None = None,
 ) -> str:
     """The page for one snapshot document; ``around``/``depth`` are the raw query parameters;
-    ``trend`` the open findings over the sink's history (None: a document named by itself)."""
+    ``trend`` the open findings over the sink's history (None: a document named by itself);
+    ``team`` the team whose findings and trend are shown (None: every team's), ``fingerprint``
+    the query's, kept when the team is changed."""
     state = _mapping(document.get("state"))
     facts = _mapping(state.get("facts"))
     counts = _mapping(state.get("counts"))
     names = display_names(document)
-    findings = [_finding(f, names) for f in _list(document.get("findings")) if isinstance(f, Mapping)]
+    raw = [f for f in _list(document.get("findings")) if isinstance(f, Mapping)]
+    teams = document_teams(document)
+    team_note = None
+    if team and (teams is None or (team != UNOWNED and team not in teams)):
+        known = f"its teams are {', '.join((*teams, UNOWNED))}" if teams else "it was audited with no teams"
+        team_note = f"No team {team} in this snapshot ({known}): every team's findings are shown."
+        team = None
+    team_choices = []
+    if teams is not None:
+        team_choices = [(name, len(of_team(raw, name))) for name in (*teams, UNOWNED)]
+    if team:
+        raw = of_team(raw, team)
+        if trend is not None and trend.points:
+            trend = replace(trend, points=tuple(p.of_team(team) for p in trend.points))
+    findings = [_finding(f, names) for f in raw]
     findings.sort(key=table_order)  # as the command line's table: the most severe first
     open_findings = [f for f in findings if not f["waived"]]
     external_edges = counts.get("lineageEdgesSkipped", document.get("lineageEdgesSkipped"))
@@ -117,6 +136,10 @@ def render_snapshot_page(
         lossiness=[_lossiness(r) for r in _list(document.get("lossiness")) if isinstance(r, Mapping)],
         lineage=_lineage(document, around, depth),
         history=_history(trend),
+        team=team or "",
+        team_choices=team_choices,
+        team_note=team_note,
+        fingerprint_query=fingerprint or "",
     )
 
 
@@ -152,6 +175,7 @@ def _finding(raw: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]
         "display": shown[len(subject) + 1 :] if shown != subject else "",
         "message": _text(raw.get("message")),
         "detail": _text(raw.get("detail")),
+        "teams": finding_teams(raw) if "team" in raw else [],
         "waived": (
             {"reason": _text(waived.get("reason")), "expires": _text(waived.get("expires"))}
             if isinstance(waived, Mapping)

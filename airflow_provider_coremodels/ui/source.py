@@ -389,6 +389,7 @@ def _point(entry: Entry, marked: str | None) -> TrendPoint:
         findings_only=entry.findings_only,
         over_the_cap=entry.over_the_cap,
         problem=entry.problem,
+        by_team=summary.by_team if summary else (),
     )
 
 

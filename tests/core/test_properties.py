@@ -32,6 +32,7 @@ from airflow_provider_coremodels.core import parse as parse_module
 from airflow_provider_coremodels.core.audit import Baseline
 from airflow_provider_coremodels.core.document import _read_checked, _read_typed, encode
 from airflow_provider_coremodels.core.model import Estate
+from airflow_provider_coremodels.core.policy import rules_from_value
 from airflow_provider_coremodels.core.render import render_json, render_table
 from airflow_provider_coremodels.errors import DagsArtifactError, SnapshotDocumentError
 
@@ -380,6 +381,22 @@ def check_pipeline(estate: Estate, dags: Blob, tasks: Blob | None, datasets: Blo
     result = audit(estate, stored.as_baseline())
     assert result.baseline.evaluated
     assert [f for f in result.findings if f.section != "Conformance"] == []
+
+    # With teams (each owner of the estate a team of its own): the same findings, each naming its
+    # teams, the same fingerprint, and the views group them (core/teams.py, issue 36).
+    owned = sorted(
+        {o.strip() for d in estate.dags() for o in d.metadata.get("airflow.owners", "").split(",")}
+    )
+    named = {f"t{i}": {"owners": [o]} for i, o in enumerate(o for o in owned if o)}
+    teamed = build_document(
+        estate, audit(estate, policy=rules_from_value({"teams": named or {"t": {"tags": ["x"]}}}))
+    )
+    assert teamed["fingerprint"] == doc["fingerprint"]
+    assert [(f["code"], f["subject"]) for f in teamed["findings"]] == [
+        (f["code"], f["subject"]) for f in doc["findings"]
+    ]
+    assert all(isinstance(f["team"], list) and set(f["team"]) <= set(named) for f in teamed["findings"])
+    render_table(teamed)
 
     # Against another estate the drift rules run, and their findings stay sorted.
     other = build_document(estate, audit(estate, Baseline("0" * 16, BASELINE_ESTATE)))

@@ -17,6 +17,9 @@
     });
     if (count) { count.textContent = "Showing " + shown + " of " + rows.length + " findings"; }
   }
+  // Choosing a team shows its findings and its trend: the page is asked for again with ?team=.
+  var team = document.getElementById("team-filter");
+  if (team) { team.addEventListener("change", function () { team.form.submit(); }); }
   boxes.concat([code, waived]).forEach(function (control) {
     if (control) { control.addEventListener("change", apply); }
   });

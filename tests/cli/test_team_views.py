@@ -1,0 +1,324 @@
+"""``--team NAME`` on audit, merge, history and compare, and the views grouped by team (issue 36).
+
+The example estate (example_dags/estate) with three teams: ``orders`` (owner data-eng: load_orders),
+``finance`` (tag finance: daily_revenue), ``crm`` (owner crm-team: customer_report, sync_crm,
+backfill_customers); legacy_cleanup (owner airflow) is no team's. Its findings, by hand:
+asset-unproduced s3://vendor/fx_rates.csv (its consumer daily_revenue: finance), paused-producer
+s3://lake/orders.parquet (its producer load_orders: orders), dag-no-owner and dag-no-description
+legacy_cleanup (unowned).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from cli.test_audit_command import run
+from support.helpers import REPO, SARIF_SCHEMA
+
+from airflow_provider_coremodels.sinks import FileSink
+
+TEAMS = """
+teams:
+  orders: {owners: [data-eng]}
+  finance: {tags: [finance]}
+  crm: {owners: [crm-team]}
+"""
+
+#: Each team's findings in the example estate, by hand (code, subject).
+BY_TEAM = {
+    "orders": [("paused-producer", "s3://lake/orders.parquet")],
+    "finance": [("asset-unproduced", "s3://vendor/fx_rates.csv")],
+    "crm": [],
+    "unowned": [("dag-no-description", "legacy_cleanup"), ("dag-no-owner", "legacy_cleanup")],
+}
+
+
+@pytest.fixture
+def rules(tmp_path: Path) -> Path:
+    path = tmp_path / "rules.yaml"
+    path.write_text(TEAMS)
+    return path
+
+
+def audit_json(capsys: Any, rules: Path, *extra: str) -> tuple[int, dict[str, Any], str]:
+    code, out, err = run(capsys, "audit", "--example", "--rules", str(rules), "--format", "json", *extra)
+    return code, json.loads(out) if out else {}, err
+
+
+def pairs(findings: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted((f["code"], f["subject"]) for f in findings)
+
+
+@pytest.mark.parametrize("team", sorted(BY_TEAM))
+def test_audit_team_keeps_that_teams_findings(capsys: Any, rules: Path, team: str) -> None:
+    code, document, err = audit_json(capsys, rules, "--team", team)
+    assert (code, err) == (0, "")
+    assert pairs(document["findings"]) == BY_TEAM[team]
+
+
+def test_every_finding_names_its_team_and_the_whole_document_has_them_all(capsys: Any, rules: Path) -> None:
+    code, document, _ = audit_json(capsys, rules)
+    assert code == 0
+    said = {(f["code"], f["subject"]): f["team"] for f in document["findings"]}
+    expected = {
+        pair: ([] if team == "unowned" else [team]) for team, found in BY_TEAM.items() for pair in found
+    }
+    assert said == expected
+    assert [t["name"] for t in document["policy"]["teams"]] == ["orders", "finance", "crm"]
+
+
+def test_fail_on_counts_the_teams_findings_alone(capsys: Any, rules: Path) -> None:
+    assert (
+        run(capsys, "audit", "--example", "--rules", str(rules), "--team", "crm", "--fail-on", "info")[0] == 0
+    )
+    assert (
+        run(capsys, "audit", "--example", "--rules", str(rules), "--team", "orders", "--fail-on", "warning")[
+            0
+        ]
+        == 1
+    )
+    assert run(capsys, "audit", "--example", "--rules", str(rules), "--fail-on", "warning")[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "rules_text", "says"),
+    [
+        (
+            "nosuch",
+            TEAMS,
+            "error: --team nosuch: no such team; the teams are orders, finance, crm (and unowned)\n",
+        ),
+        (
+            "crm",
+            "rules: []\n",
+            "error: --team crm: the document names no teams (give --rules with a teams: part)\n",
+        ),
+    ],
+)
+def test_a_team_the_document_does_not_have_is_exit_2_in_one_line(
+    capsys: Any, tmp_path: Path, given: str, rules_text: str, says: str
+) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(rules_text)
+    code, out, err = run(capsys, "audit", "--example", "--rules", str(path), "--team", given)
+    assert (code, out, err) == (2, "", says)
+
+
+def test_the_table_groups_findings_by_team_in_file_order_then_unowned(capsys: Any, rules: Path) -> None:
+    code, out, _ = run(capsys, "audit", "--example", "--rules", str(rules))
+    assert code == 0
+    heads = [line for line in out.splitlines() if line.startswith("team ")]
+    assert heads == ["team orders: 1 finding", "team finance: 1 finding", "team unowned: 2 findings"]
+    lines = out.splitlines()
+    at = lines.index("team unowned: 2 findings")
+    assert "legacy_cleanup" in lines[at + 1] and "legacy_cleanup" in lines[at + 2]
+
+
+def test_markdown_groups_by_team_and_sarif_carries_the_team(capsys: Any, rules: Path) -> None:
+    _, out, _ = run(capsys, "audit", "--example", "--rules", str(rules), "--format", "markdown")
+    heads = [line for line in out.splitlines() if line.startswith("#### Team ")]
+    assert heads == ["#### Team orders (1)", "#### Team finance (1)", "#### Team unowned (2)"]
+    _, out, _ = run(capsys, "audit", "--example", "--rules", str(rules), "--format", "sarif")
+    sarif = json.loads(out)
+    jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text()))
+    teams = {r["ruleId"]: r["properties"]["team"] for r in sarif["runs"][0]["results"]}
+    assert teams == {
+        "asset-unproduced": ["finance"],
+        "dag-no-description": ["unowned"],
+        "dag-no-owner": ["unowned"],
+        "paused-producer": ["orders"],
+    }
+    _, out, _ = run(capsys, "audit", "--example", "--format", "sarif")  # no teams: no property
+    assert all("team" not in r["properties"] for r in json.loads(out)["runs"][0]["results"])
+
+
+# -- merge ----------------------------------------------------------------------------------
+
+
+def test_merge_team_gives_each_deployment_its_share_of_a_cross_deployment_finding(
+    capsys: Any, tmp_path: Path
+) -> None:
+    """etl's producer (team ingest) is paused, bi's consumer (team reports) is active: the
+    paused-producer finding of the merge is both teams', and each team's view has it."""
+    from cli.test_merge_command import snapshot
+
+    def dag(dag_id: str, owner: str, paused: bool) -> dict[str, Any]:
+        return {"dag_id": dag_id, "description": dag_id, "owners": [owner], "is_paused": paused,
+                "timetable_summary": "0 5 * * *"}  # fmt: skip
+
+    etl = snapshot(tmp_path / "etl.json", "etl", [dag("load_orders", "ingest-team", True)],
+                   [{"uri": "s3://lake/orders", "producing_tasks": [{"dag_id": "load_orders"}]}])  # fmt: skip
+    bi = snapshot(tmp_path / "bi.json", "bi", [dag("daily_revenue", "bi-team", False)],
+                  [{"uri": "s3://lake/orders", "scheduled_dags": [{"dag_id": "daily_revenue"}]}])  # fmt: skip
+    rules = tmp_path / "teams.yaml"
+    rules.write_text(
+        "teams:\n  ingest: {owners: [ingest-team]}\n  reports: {owners: [bi-team]}\n  idle: {tags: [x]}\n"
+    )
+    base = ("merge", f"etl={etl}", f"bi={bi}", "--rules", str(rules), "--format", "json")
+    code, out, err = run(capsys, *base)
+    assert (code, err) == (0, "")
+    found = {f["code"]: f["team"] for f in json.loads(out)["findings"]}
+    assert found == {"paused-producer": ["ingest", "reports"]}
+    for team in ("ingest", "reports"):
+        code, out, _ = run(capsys, *base, "--team", team, "--fail-on", "warning")
+        assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == ["paused-producer"]
+    code, out, _ = run(capsys, *base, "--team", "idle", "--fail-on", "warning")
+    assert code == 0 and json.loads(out)["findings"] == []
+
+
+# -- history and compare --------------------------------------------------------------------
+
+
+@pytest.fixture
+def sink(capsys: Any, tmp_path: Path, rules: Path) -> Path:
+    """Two exports of the example estate: the second one with load_orders owned by crm-team, so the
+    paused-producer moves from orders to crm."""
+    _, first, _ = audit_json(capsys, rules)
+    first["state"]["capturedAt"] = "2026-11-20T06:00:00Z"
+    moved = rules.parent / "moved.yaml"
+    moved.write_text(TEAMS.replace("orders: {owners: [data-eng]}", "orders: {owners: [nobody]}").replace(
+        "crm: {owners: [crm-team]}", "crm: {owners: [crm-team, data-eng]}"
+    ))  # fmt: skip
+    _, second, _ = audit_json(capsys, moved)
+    second["state"]["capturedAt"] = "2026-11-21T06:00:00Z"
+    root = tmp_path / "sink"
+    FileSink(root).push(first)
+    assert FileSink(root).push(second).unchanged is False  # the same estate, the findings' teams changed
+    return root
+
+
+def test_history_team_counts_that_teams_open_findings(capsys: Any, sink: Path) -> None:
+    listings = {}
+    for team in ("orders", "crm", "unowned"):
+        code, out, err = run(capsys, "history", "--sink", str(sink), "--format", "json", "--team", team)
+        assert (code, err) == (0, "")
+        listings[team] = [entry["open"] for entry in json.loads(out)["entries"]]  # newest first
+    assert listings["orders"] == [{}, {"Warning": 1}]
+    assert listings["crm"] == [{"Warning": 1}, {}]
+    assert listings["unowned"] == [{"Warning": 1, "Info": 1}, {"Warning": 1, "Info": 1}]
+    code, out, err = run(capsys, "history", "--sink", str(sink), "--team", "nosuch")
+    assert (code, out) == (2, "") and err.startswith("error: --team nosuch: no such team")
+
+
+def test_compare_team_shows_what_opened_and_closed_for_that_team(capsys: Any, sink: Path) -> None:
+    old, new = f"{sink}@~1", f"{sink}@latest"
+    code, out, _ = run(
+        capsys, "compare", old, new, "--format", "json", "--team", "crm", "--fail-on", "warning"
+    )
+    comparison = json.loads(out)
+    assert code == 1  # paused-producer opened for crm
+    assert [(f["code"], f["team"]) for f in comparison["findings"]["opened"]] == [
+        ("paused-producer", ["crm"])
+    ]
+    assert comparison["findings"]["closed"] == []
+    code, out, _ = run(
+        capsys, "compare", old, new, "--format", "json", "--team", "orders", "--fail-on", "warning"
+    )
+    comparison = json.loads(out)
+    assert code == 0
+    assert [f["code"] for f in comparison["findings"]["closed"]] == ["paused-producer"]
+    code, out, err = run(capsys, "compare", old, new, "--team", "nosuch")
+    assert code == 2 and err.startswith("error: --team nosuch: no such team")
+
+
+# -- the team report ------------------------------------------------------------------------
+
+
+def test_teams_reports_each_teams_dags_and_open_findings_then_the_unowned(capsys: Any, rules: Path) -> None:
+    code, out, err = run(capsys, "teams", "--example", "--rules", str(rules))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith("3 teams · 6 DAGs: 5 owned by a team, 1 unowned · fingerprint ")
+    table = [line.split() for line in lines[2:7]]
+    assert table == [
+        ["TEAM", "DAGS", "ERROR", "WARNING", "INFO", "WAIVED", "MATCHED", "BY"],
+        ["orders", "1", "0", "1", "0", "0", "owners:", "data-eng"],
+        ["finance", "1", "0", "1", "0", "0", "tags:", "finance"],
+        ["crm", "3", "0", "0", "0", "0", "owners:", "crm-team"],
+        ["unowned", "1", "0", "1", "1", "0"],
+    ]
+    assert lines[8:] == [
+        "orders: load_orders",
+        "finance: daily_revenue",
+        "crm: backfill_customers, customer_report, sync_crm",
+        "unowned: legacy_cleanup",
+    ]
+
+
+def test_teams_as_json_counts_waived_findings_apart(capsys: Any, rules: Path, tmp_path: Path) -> None:
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text("- {code: dag-no-owner, subject: legacy_cleanup, reason: retired}\n")
+    code, out, _ = run(
+        capsys, "teams", "--example", "--rules", str(rules), "--waivers", str(waivers), "--format", "json"
+    )
+    assert code == 0
+    report = {team["name"]: team for team in json.loads(out)["teams"]}
+    assert list(report) == ["orders", "finance", "crm", "unowned"]
+    assert report["unowned"] == {
+        "name": "unowned",
+        "dags": ["legacy_cleanup"],
+        "open": {"Info": 1},
+        "waived": 1,
+    }
+    assert report["crm"]["owners"] == ["crm-team"] and report["crm"]["open"] == {}
+
+
+@pytest.mark.parametrize(
+    ("rules_text", "says"),
+    [
+        (None, "error: teams needs --rules FILE, a rules file with a teams: part\n"),
+        ("rules: []\n", "names no teams (it has no teams: part)\n"),
+    ],
+)
+def test_teams_without_teams_is_exit_2(
+    capsys: Any, tmp_path: Path, rules_text: str | None, says: str
+) -> None:
+    argv = ["teams", "--example"]
+    if rules_text is not None:
+        path = tmp_path / "r.yaml"
+        path.write_text(rules_text)
+        argv += ["--rules", str(path)]
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "") and err.endswith(says) and err.count("\n") == 1
+
+
+def test_a_pull_requests_change_names_the_teams_it_touches(capsys: Any, rules: Path) -> None:
+    """example_dags/estate parsed as a new bundle (no baseline): every DAG is added, so every team
+    is touched; --team keeps one team's opened findings."""
+    folder = str(REPO / "example_dags" / "estate")
+    code, out, err = run(capsys, "audit", "--dag-folder", folder, "--rules", str(rules), "--format", "json")
+    assert code == 0, err
+    change = json.loads(out)["change"]
+    assert change["teamsAffected"] == ["orders", "finance", "crm", "unowned"]
+    assert {a["dag"]: a["team"] for a in change["affected"]} == {
+        "customer_report": "crm",
+        "daily_revenue": "finance",
+    }
+    code, out, _ = run(capsys, "audit", "--dag-folder", folder, "--rules", str(rules), "--team", "finance")
+    assert "teams: orders, finance, crm, unowned" in out.splitlines()
+    assert "breaks: Warning asset-unproduced s3://vendor/fx_rates.csv" in out.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("with_rules", "says"),
+    [
+        (False, "error: --team crm needs --rules FILE, a rules file with a teams: part\n"),
+        (True, "error: --team ordres: no such team; the teams are orders, finance, crm (and unowned)\n"),
+    ],
+)
+def test_export_and_merge_check_team_before_anything_is_captured_or_read(
+    capsys: Any, rules: Path, with_rules: bool, says: str
+) -> None:
+    """Port 9 answers nothing and the snapshot does not exist: exit 2 (not 3) shows neither was tried."""
+    team = "ordres" if with_rules else "crm"
+    extra = ["--rules", str(rules)] if with_rules else []
+    for argv in (
+        ["export", "--base-url", "http://127.0.0.1:9", "--team", team, *extra],
+        ["merge", "/nonexistent/a.json", "--team", team, *extra],
+    ):
+        code, out, err = run(capsys, *argv)
+        assert (code, out, err) == (2, "", says)
