@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_provider_coremodels.alerts import alert_context
+from airflow_provider_coremodels.alerts import alert_context, notify_teams
 from airflow_provider_coremodels.capture.crawl import CaptureSummary
 from airflow_provider_coremodels.core import audit, build_document, build_estate
 from airflow_provider_coremodels.core.changes import FindingChanges
@@ -56,3 +56,40 @@ def test_a_broken_files_finding_comes_with_the_owners_of_the_dags_it_held() -> N
     assert new[0]["detail"].endswith("; owners: data-eng")
     result = ExportResult(document, CaptureSummary(), [], FindingChanges(new, new, ()))
     assert alert_context(result, None)["owners"] == {"load_orders": {"owners": ["data-eng"]}}
+
+
+def test_each_teams_digest_counts_only_its_own_findings_below_the_minimum() -> None:
+    """Team routing and ``notify_min_severity`` together: each team's digest lists its findings at
+    the minimum and above, and counts only its own below it (not another team's)."""
+    dags = [{"dag_id": "orders_load", "owners": ["orders"], "is_paused": False}]
+    estate = build_estate({"dags": dags, "import_errors": [], "includes_stale": True}, {}, {"assets": []})
+    document = build_document(estate, audit(estate))
+
+    def finding(subject: str, severity: str, team: str) -> dict[str, object]:
+        return {
+            "code": "dag-no-owner",
+            "subject": subject,
+            "severity": severity,
+            "message": "m",
+            "team": [team],
+        }
+
+    new = (
+        finding("orders_load", "Error", "orders"),
+        finding("orders_tidy", "Info", "orders"),
+        finding("finance_close", "Info", "finance"),
+        finding("finance_fx", "Info", "finance"),
+    )
+    told: dict[str, list[dict[str, object]]] = {"orders": [], "finance": [], "*": []}
+
+    def recorder(team: str) -> object:
+        return lambda context: told[team].append(context["coremodels"])
+
+    routes = {team: [recorder(team)] for team in told}
+    result = ExportResult(document, CaptureSummary(), [], FindingChanges(new, new, ()))
+    notify_teams(routes, {}, result, None, min_severity="Warning")
+
+    assert [f["subject"] for f in told["orders"][0]["new_findings"]] == ["orders_load"]
+    assert told["orders"][0]["text"].endswith("1 more new below Warning, not listed")
+    assert told["finance"] == []  # nothing of its own at Warning or above: not told
+    assert told["*"][0]["text"].endswith("3 more new below Warning, not listed")
