@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.freshness import positive_number
-from airflow_provider_coremodels.core.owner_links import owners_of
-from airflow_provider_coremodels.core.render import display_names
-from airflow_provider_coremodels.core.rules import FAIL_ON, SEVERITY_ORDER
-from airflow_provider_coremodels.core.teams import EVERY_TEAM, UNOWNED, document_teams, of_team
+from airflow_provider_coremodels.core.checks.teams import EVERY_TEAM, UNOWNED, document_teams, of_team
+from airflow_provider_coremodels.core.estate.rules import FAIL_ON, SEVERITY_ORDER
+from airflow_provider_coremodels.core.reading.freshness import positive_number
+from airflow_provider_coremodels.core.reading.owner_links import owners_of
+from airflow_provider_coremodels.core.views.render import display_names
 from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials
 

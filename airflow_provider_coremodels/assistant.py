@@ -27,16 +27,26 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from airflow_provider_coremodels.core import Baseline, Estate, audit, load_document
-from airflow_provider_coremodels.core.audit import drift
-from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.document import dataset_json, decode_stored, edge_json, finding_json
-from airflow_provider_coremodels.core.lineage import LINK_VIAS, LineageGraph, Node, to_mermaid
-from airflow_provider_coremodels.core.model import ASSET, DAG, FIELD_TYPE, Dataset, Field
-from airflow_provider_coremodels.core.policy import Policy, policy_json
-from airflow_provider_coremodels.core.rules import SEVERITY_ORDER, catalogue, most_severe_first, severity_rank
-from airflow_provider_coremodels.core.suggest import NameIndex
-from airflow_provider_coremodels.core.text import cut, inert, printable
-from airflow_provider_coremodels.core.waivers import WAIVER_EXPIRED, Waiver, apply_waivers
+from airflow_provider_coremodels.core.checks.audit import drift
+from airflow_provider_coremodels.core.checks.policy import Policy, policy_json
+from airflow_provider_coremodels.core.checks.waivers import WAIVER_EXPIRED, Waiver, apply_waivers
+from airflow_provider_coremodels.core.estate.collector import gc_paused
+from airflow_provider_coremodels.core.estate.model import ASSET, DAG, FIELD_TYPE, Dataset, Field
+from airflow_provider_coremodels.core.estate.rules import (
+    SEVERITY_ORDER,
+    catalogue,
+    most_severe_first,
+    severity_rank,
+)
+from airflow_provider_coremodels.core.estate.suggest import NameIndex
+from airflow_provider_coremodels.core.estate.text import cut, inert, printable
+from airflow_provider_coremodels.core.snapshots.document import (
+    dataset_json,
+    decode_stored,
+    edge_json,
+    finding_json,
+)
+from airflow_provider_coremodels.core.views.lineage import LINK_VIAS, LineageGraph, Node, to_mermaid
 from airflow_provider_coremodels.errors import CoreModelsError, SnapshotDocumentError
 
 JSON = dict[str, Any]
@@ -178,7 +188,7 @@ class _Head(msgspec.Struct, rename="camel"):
     lossiness: list[dict[str, Any]] = []
     snapshot_stored: bool = True
     freshness: Any = None  # read as leniently as the re-audit reads it
-    policy: Any = None  # the team's rules the findings were checked against (core/policy.py)
+    policy: Any = None  # the team's rules the findings were checked against (core/checks/policy.py)
 
 
 def read_source(path: str) -> bytes:
@@ -836,7 +846,7 @@ class SnapshotQueries:
 
     def _suggest(self, wanted: str) -> str:
         """``; did you mean ...``: assets by name, then what the shared index suggests (names equal
-        but for case, containing it, spelled alike: ``core/suggest.py``), at a bounded cost."""
+        but for case, containing it, spelled alike: ``core/estate/suggest.py``), at a bounded cost."""
         if len(wanted) > MAX_TEXT:
             return ""
         found = [*self._by_name.get(wanted.lower(), []), *self._spelled.suggest(wanted, limit=5, cutoff=0.75)]

@@ -28,12 +28,16 @@ from airflow_provider_coremodels.core import (
     build_document,
     load_document,
 )
-from airflow_provider_coremodels.core.changes import FindingChanges, finding_changes, stored_findings
-from airflow_provider_coremodels.core.document import Document
-from airflow_provider_coremodels.core.freshness import positive_number
-from airflow_provider_coremodels.core.policy import Policy
-from airflow_provider_coremodels.core.rules import FAIL_ON
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.policy import Policy
+from airflow_provider_coremodels.core.checks.waivers import Waiver
+from airflow_provider_coremodels.core.comparing.changes import (
+    FindingChanges,
+    finding_changes,
+    stored_findings,
+)
+from airflow_provider_coremodels.core.estate.rules import FAIL_ON
+from airflow_provider_coremodels.core.reading.freshness import positive_number
+from airflow_provider_coremodels.core.snapshots.document import Document
 from airflow_provider_coremodels.errors import (
     ConnectionConfigError,
     SinkError,

@@ -2,7 +2,7 @@
 
 Each deployment is exported on its own (a mapped task per deployment, or one ``export`` per
 deployment in CI) into a sink of its own; this reads each one's stored ``latest.json`` back,
-merges them (``core/merge.py``), audits the whole against the sinks' stored merged baseline, and
+merges them (``core/reading/merge.py``), audits the whole against the sinks' stored merged baseline, and
 pushes the merged document. A deployment whose export failed this time keeps its last good
 snapshot in the merge, named stale with its age; one that never stored a snapshot is a
 lossiness record. Neither drops anything from the estate nor wipes it.
@@ -20,12 +20,12 @@ from urllib.parse import urlsplit
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import Lossiness, audit, build_document, load_document
-from airflow_provider_coremodels.core.collector import gc_paused
-from airflow_provider_coremodels.core.document import Document
-from airflow_provider_coremodels.core.freshness import format_time, parse_time
-from airflow_provider_coremodels.core.merge import Part, merge
-from airflow_provider_coremodels.core.policy import Policy
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.policy import Policy
+from airflow_provider_coremodels.core.checks.waivers import Waiver
+from airflow_provider_coremodels.core.estate.collector import gc_paused
+from airflow_provider_coremodels.core.reading.freshness import format_time, parse_time
+from airflow_provider_coremodels.core.reading.merge import Part, merge
+from airflow_provider_coremodels.core.snapshots.document import Document
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
 from airflow_provider_coremodels.export import (
     baseline_of,

@@ -23,8 +23,8 @@ from airflow_provider_coremodels.core import (
     load_document,
     parse_artifacts,
 )
-from airflow_provider_coremodels.core.policy import Policy, parse_rules
-from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers
+from airflow_provider_coremodels.core.checks.policy import Policy, parse_rules
+from airflow_provider_coremodels.core.checks.waivers import Waiver, parse_waivers
 from airflow_provider_coremodels.errors import (
     DagsArtifactError,
     InputError,

@@ -53,8 +53,8 @@ from openlineage.client.serde import Serde
 from openlineage.client.transport import Transport
 
 from airflow_provider_coremodels import __version__
-from airflow_provider_coremodels.core.document import Document
-from airflow_provider_coremodels.core.model import ASSET, DAG
+from airflow_provider_coremodels.core.estate.model import ASSET, DAG
+from airflow_provider_coremodels.core.snapshots.document import Document
 from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 

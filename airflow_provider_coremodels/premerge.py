@@ -4,7 +4,7 @@ they will land in, before the merge rather than after the deploy.
 The folder is parsed with Airflow's own parser, each file isolated (``capture/dag_folder.py``),
 into the artifacts a capture of a deployment serving those files would give, and the same core
 builds its estate. With a baseline (the snapshot the export DAG stored), the parsed bundle takes
-the place of that bundle's DAGs in the baseline's estate (``core/change.py``), both estates are
+the place of that bundle's DAGs in the baseline's estate (``core/comparing/change.py``), both estates are
 audited alike (the same rules, waivers and freshness time), and the document gains the
 ``change`` part: what the change opens and closes, adds and removes, and whom it affects.
 """
@@ -19,7 +19,9 @@ from typing import Any
 
 from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.core import Baseline, Estate, State, audit, build_document
-from airflow_provider_coremodels.core.change import (
+from airflow_provider_coremodels.core.checks.policy import Policy
+from airflow_provider_coremodels.core.checks.waivers import Waiver
+from airflow_provider_coremodels.core.comparing.change import (
     DEFAULT_BUNDLE,
     Change,
     Target,
@@ -31,10 +33,8 @@ from airflow_provider_coremodels.core.change import (
     parsed_bundle,
     splice,
 )
-from airflow_provider_coremodels.core.document import StoredSnapshot
-from airflow_provider_coremodels.core.model import Lossiness
-from airflow_provider_coremodels.core.policy import Policy
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.estate.model import Lossiness
+from airflow_provider_coremodels.core.snapshots.document import StoredSnapshot
 from airflow_provider_coremodels.errors import UsageError
 
 

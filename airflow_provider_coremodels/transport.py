@@ -457,7 +457,7 @@ def server_message(response: requests.Response) -> str:
 
 def decode_json(data: bytes) -> Any:
     """A body's JSON, by the offline parse's one rule: strict UTF-8, nesting within bounds."""
-    from airflow_provider_coremodels.core.parse import decode
+    from airflow_provider_coremodels.core.reading.parse import decode
 
     return decode(data)
 

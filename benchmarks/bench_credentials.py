@@ -45,9 +45,9 @@ try:
 except ImportError:  # a checkout without the package installed: the core needs only the stdlib
     sys.path.insert(0, str(REPO))
 
-import airflow_provider_coremodels.core.broken as broken  # noqa: E402
-import airflow_provider_coremodels.core.parse as parse  # noqa: E402
-import airflow_provider_coremodels.core.text as text  # noqa: E402
+import airflow_provider_coremodels.core.estate.text as text  # noqa: E402
+import airflow_provider_coremodels.core.reading.broken as broken  # noqa: E402
+import airflow_provider_coremodels.core.reading.parse as parse  # noqa: E402
 from airflow_provider_coremodels import redaction  # noqa: E402
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
 from airflow_provider_coremodels.redaction import scrub_credentials  # noqa: E402

@@ -42,7 +42,7 @@ from bench_offline import load_note, machine  # noqa: E402
 from generate_estate import generate  # noqa: E402
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
-from airflow_provider_coremodels.core.document import encode  # noqa: E402
+from airflow_provider_coremodels.core.snapshots.document import encode  # noqa: E402
 
 #: The goal for a call's ratio to json.loads of the snapshot, and for its growth from n to 4n.
 RATIO_GOAL = 1.0

@@ -42,8 +42,8 @@ from bench_offline import _rss, load_note, machine, peak_rss  # noqa: E402
 from generate_estate import generate  # noqa: E402
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
-from airflow_provider_coremodels.core.collector import gc_paused  # noqa: E402
-from airflow_provider_coremodels.core.document import encode  # noqa: E402
+from airflow_provider_coremodels.core.estate.collector import gc_paused  # noqa: E402
+from airflow_provider_coremodels.core.snapshots.document import encode  # noqa: E402
 from airflow_provider_coremodels.federation import Source, merge_and_push  # noqa: E402
 
 

@@ -73,10 +73,10 @@ except ImportError:  # a checkout without the package installed: the core needs 
     sys.path.insert(0, str(REPO))
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
-from airflow_provider_coremodels.core.document import encode  # noqa: E402
-from airflow_provider_coremodels.core.policy import parse_rules  # noqa: E402
-from airflow_provider_coremodels.core.render import render_json  # noqa: E402
-from airflow_provider_coremodels.core.waivers import parse_waivers  # noqa: E402
+from airflow_provider_coremodels.core.checks.policy import parse_rules  # noqa: E402
+from airflow_provider_coremodels.core.checks.waivers import parse_waivers  # noqa: E402
+from airflow_provider_coremodels.core.snapshots.document import encode  # noqa: E402
+from airflow_provider_coremodels.core.views.render import render_json  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from generate_estate import SHAPES, dag_count  # noqa: E402

@@ -5,7 +5,7 @@ cap) made the audit of 600 DAGs of 200-character ids take 33 s and 1,692 MB, aga
 28 MB without the rule. Each case below is a rules file of that one rule audited over an estate
 of that many DAGs (``audit(estate, policy=...)``, what ``audit --rules`` and the export task run),
 three ways, each in a fresh subprocess so that its peak memory is its own: without the rule, with
-the rule matched by RE2 (``core/linear_regex.py``, what the package runs), and with the rule
+the rule matched by RE2 (``core/checks/linear_regex.py``, what the package runs), and with the rule
 matched by the hand-written lazy DFA of before (``handwritten_regex.py``, kept here only for this).
 Each engine runs ``--repeat`` times per case, interleaved with the others, and the median
 time is shown. Peak memory is the process's peak resident size (``VmHWM``, reset after the estate is built)
@@ -52,7 +52,7 @@ sys.path.insert(0, str(HERE))
 from bench_offline import _rss, load_note, machine, mb, peak_rss  # noqa: E402
 
 from airflow_provider_coremodels.core import audit, parse_artifacts  # noqa: E402
-from airflow_provider_coremodels.core.policy import DagId, Policy, rules_from_value  # noqa: E402
+from airflow_provider_coremodels.core.checks.policy import DagId, Policy, rules_from_value  # noqa: E402
 
 ENGINES = ("none", "re2", "handwritten")
 LABEL = {"none": "no rule", "re2": "RE2", "handwritten": "hand-written DFA"}

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate_estate import generate
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
-from airflow_provider_coremodels.core.policy import parse_rules
-from airflow_provider_coremodels.core.teams import for_team
+from airflow_provider_coremodels.core.checks.policy import parse_rules
+from airflow_provider_coremodels.core.checks.teams import for_team
 
 
 def main(argv: list[str] | None = None) -> int:

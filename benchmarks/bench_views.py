@@ -56,8 +56,8 @@ from dense_estate import CASES, TITLES, dense_artifacts  # noqa: E402
 from generate_estate import write_estate  # noqa: E402
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
-from airflow_provider_coremodels.core import layout as core_layout  # noqa: E402
-from airflow_provider_coremodels.core.lineage import (  # noqa: E402
+from airflow_provider_coremodels.core.views import layout as core_layout  # noqa: E402
+from airflow_provider_coremodels.core.views.lineage import (  # noqa: E402
     MAX_NODES,
     LineageGraph,
     picture,
@@ -65,9 +65,9 @@ from airflow_provider_coremodels.core.lineage import (  # noqa: E402
     to_mermaid,
     to_svg,
 )
-from airflow_provider_coremodels.core.markdown import render_markdown  # noqa: E402
-from airflow_provider_coremodels.core.render import render_json, render_table  # noqa: E402
-from airflow_provider_coremodels.core.sarif import render_sarif  # noqa: E402
+from airflow_provider_coremodels.core.views.markdown import render_markdown  # noqa: E402
+from airflow_provider_coremodels.core.views.render import render_json, render_table  # noqa: E402
+from airflow_provider_coremodels.core.views.sarif import render_sarif  # noqa: E402
 
 
 def views(document: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -184,7 +184,7 @@ def layout_seconds(
 
 
 def core_layout_bends(graph: LineageGraph) -> int:
-    from airflow_provider_coremodels.core.lineage import layout
+    from airflow_provider_coremodels.core.views.lineage import layout
 
     return layout(graph).bends
 

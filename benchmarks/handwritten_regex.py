@@ -1,4 +1,4 @@
-"""The hand-written regex engine that ``core/linear_regex.py`` was until issue 34, kept only as
+"""The hand-written regex engine that ``core/checks/linear_regex.py`` was until issue 34, kept only as
 ``bench_rules.py``'s baseline: a Thompson NFA run as a lazily built DFA in pure Python. It is not
 part of the package and nothing else imports it. Its cost per character is one step over up to
 2,000 NFA states, and its DFA cache holds up to 4,000 states of as many NFA ids each, which is

@@ -34,7 +34,7 @@ import bench_offline as bench  # noqa: E402  (puts the package on the path when 
 import msgspec  # noqa: E402
 
 from airflow_provider_coremodels.core import audit  # noqa: E402
-from airflow_provider_coremodels.core import document as document_module  # noqa: E402
+from airflow_provider_coremodels.core.snapshots import document as document_module  # noqa: E402
 
 _ENCODER = msgspec.json.Encoder()
 _SORTED_ENCODER = msgspec.json.Encoder(order="sorted")

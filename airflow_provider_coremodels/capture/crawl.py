@@ -30,9 +30,14 @@ from urllib.parse import quote
 from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.capture.client import AirflowApiClient, NotFound
 from airflow_provider_coremodels.core import ABSENT, Estate, Lossiness, State, build_estate
-from airflow_provider_coremodels.core.broken import INCLUDES_STALE, error_line, is_stale, read_import_errors
-from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT
-from airflow_provider_coremodels.core.parse import (
+from airflow_provider_coremodels.core.reading.broken import (
+    INCLUDES_STALE,
+    error_line,
+    is_stale,
+    read_import_errors,
+)
+from airflow_provider_coremodels.core.reading.conflicts import ASSET_CONFLICT
+from airflow_provider_coremodels.core.reading.parse import (
     decode_dag_ids_page,
     reduce_asset,
     reduce_dag,
@@ -41,7 +46,7 @@ from airflow_provider_coremodels.core.parse import (
     reduce_warning,
     scheduled_on_assets,
 )
-from airflow_provider_coremodels.core.references import DEPENDENCIES, reduce_graph, unchecked_record
+from airflow_provider_coremodels.core.reading.references import DEPENDENCIES, reduce_graph, unchecked_record
 from airflow_provider_coremodels.errors import AuthError, CaptureError
 from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials, scrubbed_logger
 
@@ -229,7 +234,7 @@ class _Crawl:
         self.documentation = 0
         self.alias_assets = 0
         self.stale: dict[str, Any] = {}  # dag_id -> a stale DAG: its tasks wait for the import errors
-        self.graph: Any = None  # GET /ui/dependencies, cut down (core/references.py)
+        self.graph: Any = None  # GET /ui/dependencies, cut down (core/reading/references.py)
         self.graph_problem: str | None = None
         self.window = max(4, 4 * client.source.concurrency)  # the pages of a list out at once
         # Per-item requests out at once: no more than the pool has threads, so that none waits in
@@ -244,7 +249,7 @@ class _Crawl:
         captured_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         info = self.client.info or self.client.connect()
         self.v2 = info.api_version == "v2"
-        # Stale DAGs too: a DAG whose file broke is stale on Airflow 3 (core/broken.py).
+        # Stale DAGs too: a DAG whose file broke is stale on Airflow 3 (core/reading/broken.py).
         everything = {"exclude_stale": "false"} if self.v2 else {"only_active": "false"}
         dags = _List(
             "/dags", "dags", "dag_id", "dag_id", params=everything, required=True, on_item=self._dag_found
@@ -265,7 +270,7 @@ class _Crawl:
             aliases = _List("/assets/aliases", "asset_aliases", "id", "id")
             # Airflow keeps one warning per (DAG, type): a DAG may have an asset conflict and another
             warnings = _List("/dagWarnings", "dag_warnings", "dag_id", ("dag_id", "warning_type"))
-            # the assets Airflow refused to activate hide from the default list (core/conflicts.py)
+            # the assets Airflow refused to activate hide from the default list (core/reading/conflicts.py)
             every_asset = _List(
                 "/assets",
                 "assets",

@@ -28,7 +28,7 @@ from typing import Any
 
 from airflow_provider_coremodels.capture.crawl import reduce_import_error
 from airflow_provider_coremodels.core import Lossiness
-from airflow_provider_coremodels.core.parse import scheduled_on_assets
+from airflow_provider_coremodels.core.reading.parse import scheduled_on_assets
 from airflow_provider_coremodels.errors import InputError
 from airflow_provider_coremodels.redaction import SECRETS
 

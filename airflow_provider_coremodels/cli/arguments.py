@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.rules import FAIL_ON
+from airflow_provider_coremodels.core.estate.rules import FAIL_ON
 
 FORMATS = ("table", "json", "sarif", "markdown", "openlineage")
 LINEAGE_FORMATS = ("mermaid", "dot", "svg")

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import audit as run_audit
 from airflow_provider_coremodels.core import build_document
-from airflow_provider_coremodels.core.capabilities import require
-from airflow_provider_coremodels.core.render import render_json, render_table
-from airflow_provider_coremodels.core.rules import failing_findings
-from airflow_provider_coremodels.core.text import printable
+from airflow_provider_coremodels.core.estate.rules import failing_findings
+from airflow_provider_coremodels.core.estate.text import printable
+from airflow_provider_coremodels.core.reading.capabilities import require
+from airflow_provider_coremodels.core.views.render import render_json, render_table
 from airflow_provider_coremodels.errors import CoreModelsError, SinkError, SinksFailed, UsageError
 from airflow_provider_coremodels.input_files import (
     read_artifacts,
@@ -32,7 +32,7 @@ from airflow_provider_coremodels.input_files import (
 if TYPE_CHECKING:
     from airflow_provider_coremodels.capture import ApiSource, RetryPolicy
     from airflow_provider_coremodels.core import Baseline
-    from airflow_provider_coremodels.core.compare import Side
+    from airflow_provider_coremodels.core.comparing.compare import Side
     from airflow_provider_coremodels.sinks import SinkResult
     from airflow_provider_coremodels.sinks.history import HistoryReader
 
@@ -64,8 +64,8 @@ def audit(args: argparse.Namespace) -> int:
 def audit_dag_folder(args: argparse.Namespace) -> int:
     """``audit --dag-folder``: a DAG folder parsed with Airflow's parser and judged in the estate of
     ``--baseline``; exit 1 also when ``--fail-on-new`` names a severity a finding it opens reaches."""
-    from airflow_provider_coremodels.core.change import DEFAULT_BUNDLE
-    from airflow_provider_coremodels.core.document import load_document
+    from airflow_provider_coremodels.core.comparing.change import DEFAULT_BUNDLE
+    from airflow_provider_coremodels.core.snapshots.document import load_document
     from airflow_provider_coremodels.errors import SnapshotDocumentError
     from airflow_provider_coremodels.premerge import FolderCheck, check_folder, withheld_variables
 
@@ -110,7 +110,8 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
 
 def lineage(args: argparse.Namespace) -> int:
     """``lineage``: the audit's inputs drawn as Mermaid, DOT or the UI page's SVG; findings mark nodes."""
-    from airflow_provider_coremodels.core.lineage import (
+    from airflow_provider_coremodels.core.estate.suggest import did_you_mean
+    from airflow_provider_coremodels.core.views.lineage import (
         MAX_NODES,
         LineageGraph,
         cut_note,
@@ -118,7 +119,6 @@ def lineage(args: argparse.Namespace) -> int:
         to_dot,
         to_mermaid,
     )
-    from airflow_provider_coremodels.core.suggest import did_you_mean
 
     document = _audited_document(args, "lineage")
     graph = LineageGraph.from_document(document)
@@ -146,7 +146,7 @@ def impact(args: argparse.Namespace) -> int:
     the same function as the MCP tool ``downstream_impact`` (``SnapshotQueries.impact``), printed
     as a table, JSON (that answer, every node on one page) or markdown."""
     from airflow_provider_coremodels.assistant import QueryError, SnapshotQueries
-    from airflow_provider_coremodels.core.impact import render_impact_markdown, render_impact_table
+    from airflow_provider_coremodels.core.views.impact import render_impact_markdown, render_impact_table
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
@@ -263,7 +263,7 @@ def merge(args: argparse.Namespace) -> int:
 
 def teams(args: argparse.Namespace) -> int:
     """``teams``: each team's DAGs and open findings, and the unowned DAGs, of an audited estate."""
-    from airflow_provider_coremodels.core.teams import render_team_report, team_report
+    from airflow_provider_coremodels.core.checks.teams import render_team_report, team_report
 
     if not args.rules:
         raise UsageError("teams needs --rules FILE, a rules file with a teams: part")
@@ -379,10 +379,10 @@ def history(args: argparse.Namespace) -> int:
 def compare(args: argparse.Namespace) -> int:
     """``compare``: what changed between two stored snapshots; exit 1 when a finding at or above
     ``--fail-on`` opened."""
-    from airflow_provider_coremodels.core.compare import (
+    from airflow_provider_coremodels.core.comparing.compare import (
         compare as run_compare,
     )
-    from airflow_provider_coremodels.core.compare import (
+    from airflow_provider_coremodels.core.comparing.compare import (
         comparison_json,
         render_comparison_markdown,
         render_comparison_table,
@@ -390,7 +390,7 @@ def compare(args: argparse.Namespace) -> int:
 
     old, new = stored_side(args.old, args.sink_conn_id), stored_side(args.new, args.sink_conn_id)
     if getattr(args, "team", None):
-        from airflow_provider_coremodels.core.teams import checked_team
+        from airflow_provider_coremodels.core.checks.teams import checked_team
 
         known = [*(old.teams or ()), *(t for t in new.teams or () if t not in (old.teams or ()))]
         try:
@@ -465,7 +465,7 @@ def _reading(reader: HistoryReader) -> Iterator[None]:
 
 def stored_side(given: str, sink_conn_id: str | None) -> Side:
     """One side of ``compare``: a document, a sink (its ``latest.json``), or ``SINK@REF``."""
-    from airflow_provider_coremodels.core.compare import read_side
+    from airflow_provider_coremodels.core.comparing.compare import read_side
 
     location, data = stored_bytes(given, sink_conn_id)
     return read_side(given, location, data)
@@ -712,7 +712,7 @@ def _startup_baseline(given: str | None, sink_conn_id: str | None) -> Callable[[
     one bounded reader, ``stored_bytes``); one an assistant names in a call, as a local file only,
     so that a call can never make the server read a store with the connection's credentials."""
     from airflow_provider_coremodels.assistant import read_baseline as read_local_baseline
-    from airflow_provider_coremodels.core.document import load_document
+    from airflow_provider_coremodels.core.snapshots.document import load_document
     from airflow_provider_coremodels.errors import SnapshotDocumentError
 
     def read(path: str) -> Baseline:
@@ -741,7 +741,7 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
         return render_openlineage(document, args)
     if args.format == "sarif":
         from airflow_provider_coremodels import __version__
-        from airflow_provider_coremodels.core.sarif import render_sarif
+        from airflow_provider_coremodels.core.views.sarif import render_sarif
 
         return render_sarif(
             document,
@@ -750,7 +750,7 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
             waivers_path=args.waivers,
         )
     if args.format == "markdown":
-        from airflow_provider_coremodels.core.markdown import render_markdown
+        from airflow_provider_coremodels.core.views.markdown import render_markdown
 
         return render_markdown(document).rstrip("\n")
     return render_table(document)
@@ -761,7 +761,7 @@ def team_first(args: argparse.Namespace, policy: Any) -> None:
     is captured or read (exit 2)."""
     if not getattr(args, "team", None):
         return
-    from airflow_provider_coremodels.core.teams import checked_team
+    from airflow_provider_coremodels.core.checks.teams import checked_team
 
     if policy is None:
         raise UsageError(f"--team {args.team} needs --rules FILE, a rules file with a teams: part")
@@ -778,7 +778,7 @@ def team_view(document: dict[str, Any], args: argparse.Namespace) -> dict[str, A
     team = getattr(args, "team", None)
     if not team:
         return document
-    from airflow_provider_coremodels.core.teams import checked_team, document_teams, for_team
+    from airflow_provider_coremodels.core.checks.teams import checked_team, document_teams, for_team
 
     try:
         checked_team(team, document_teams(document))

@@ -59,7 +59,7 @@ def run(spec: CommandSpec, args: argparse.Namespace) -> int:
 
 
 def _fail(line: str) -> None:
-    from airflow_provider_coremodels.core.text import printable
+    from airflow_provider_coremodels.core.estate.text import printable
     from airflow_provider_coremodels.redaction import SECRETS
 
     sys.stderr.write(printable(SECRETS.scrub(line)) + "\n")

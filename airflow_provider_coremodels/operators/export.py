@@ -26,8 +26,11 @@ from airflow_provider_coremodels.alerts import (
     to_tell,
 )
 from airflow_provider_coremodels.compat import AirflowException
-from airflow_provider_coremodels.core.policy import Policy, rules_from_value
-from airflow_provider_coremodels.core.render import (
+from airflow_provider_coremodels.core.checks.policy import Policy, rules_from_value
+from airflow_provider_coremodels.core.checks.waivers import Waiver, waivers_from_value
+from airflow_provider_coremodels.core.estate.rules import failing_findings
+from airflow_provider_coremodels.core.estate.text import printable
+from airflow_provider_coremodels.core.views.render import (
     context_lines,
     display_names,
     finding_line,
@@ -35,9 +38,6 @@ from airflow_provider_coremodels.core.render import (
     freshness_line,
     summary_line,
 )
-from airflow_provider_coremodels.core.rules import failing_findings
-from airflow_provider_coremodels.core.text import printable
-from airflow_provider_coremodels.core.waivers import Waiver, waivers_from_value
 from airflow_provider_coremodels.errors import CoreModelsError, SinksFailed
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 from airflow_provider_coremodels.operators.links import CoreModelsPageLink, page_url

@@ -6,7 +6,7 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_coremodels.core.document import Document
+from airflow_provider_coremodels.core.snapshots.document import Document
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,15 @@ from typing import Any
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.atomic import TEMPORARY, write_atomic_at
-from airflow_provider_coremodels.core.document import (
+from airflow_provider_coremodels.core.reading.freshness import parse_time
+from airflow_provider_coremodels.core.snapshots.document import (
     Document,
     decode_stored,
     encode,
     for_storage,
     stored_version,
 )
-from airflow_provider_coremodels.core.freshness import parse_time
-from airflow_provider_coremodels.core.history import summarize
+from airflow_provider_coremodels.core.snapshots.history import summarize
 from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError
 from airflow_provider_coremodels.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.redaction import scrubbed_logger

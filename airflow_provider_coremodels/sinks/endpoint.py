@@ -18,7 +18,7 @@ from typing import Any
 import requests
 
 from airflow_provider_coremodels import __version__, defaults
-from airflow_provider_coremodels.core.document import Document, encode, for_storage, stored_version
+from airflow_provider_coremodels.core.snapshots.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.history import EntrySummary, summarize
-from airflow_provider_coremodels.core.text import printable
+from airflow_provider_coremodels.core.estate.text import printable
+from airflow_provider_coremodels.core.snapshots.history import EntrySummary, summarize
 from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError, UsageError
 from airflow_provider_coremodels.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.sinks.layout import (
@@ -329,7 +329,7 @@ class Listing:
 def team_listing(listing: Listing, team: str) -> Listing:
     """The listing as one team sees it (``history --team``): each entry's open findings those of
     ``team``; a ``ValueError`` when no entry listed was audited with that team."""
-    from airflow_provider_coremodels.core.teams import checked_team
+    from airflow_provider_coremodels.core.checks.teams import checked_team
 
     summaries = [e.summary for e in listing.entries if e.summary is not None]
     if listing.latest is not None:

@@ -27,7 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 from openlineage.client.transport import Transport
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.document import Document
+from airflow_provider_coremodels.core.snapshots.document import Document
 from airflow_provider_coremodels.errors import CoreModelsError, SinkError, UsageError
 from airflow_provider_coremodels.openlineage import (
     Collector,

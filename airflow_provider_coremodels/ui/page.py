@@ -23,8 +23,16 @@ from typing import Any
 from jinja2 import DictLoader, Environment
 from markupsafe import Markup
 
-from airflow_provider_coremodels.core.lineage import DEFAULT_DEPTH, MAX_NODES, LineageGraph, Picture, picture
-from airflow_provider_coremodels.core.render import (
+from airflow_provider_coremodels.core.checks.teams import UNOWNED, document_teams, finding_teams, of_team
+from airflow_provider_coremodels.core.estate.suggest import did_you_mean
+from airflow_provider_coremodels.core.views.lineage import (
+    DEFAULT_DEPTH,
+    MAX_NODES,
+    LineageGraph,
+    Picture,
+    picture,
+)
+from airflow_provider_coremodels.core.views.render import (
     as_sentence,
     baseline_sentence,
     context_lines,
@@ -36,9 +44,7 @@ from airflow_provider_coremodels.core.render import (
     subject_text,
     table_order,
 )
-from airflow_provider_coremodels.core.suggest import did_you_mean
-from airflow_provider_coremodels.core.teams import UNOWNED, document_teams, finding_teams, of_team
-from airflow_provider_coremodels.core.trend import Trend, TrendPoint, summary, trend_svg
+from airflow_provider_coremodels.core.views.trend import Trend, TrendPoint, summary, trend_svg
 
 MAX_DEPTH = 6
 #: Most DAG and asset ids offered by the picker; a larger estate is typed into the box.

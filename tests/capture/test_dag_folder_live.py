@@ -22,7 +22,7 @@ from support.helpers import REPO
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.capture.dag_folder import FolderArtifacts, parse_dag_folder
 from airflow_provider_coremodels.core import audit, build_estate
-from airflow_provider_coremodels.core.document import build_document, governed_fingerprint
+from airflow_provider_coremodels.core.snapshots.document import build_document, governed_fingerprint
 
 pytestmark = pytest.mark.airflow_server
 

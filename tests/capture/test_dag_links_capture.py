@@ -15,9 +15,9 @@ from support.helpers import FIXTURES
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
-from airflow_provider_coremodels.core.model import DAG_LINKS_KEY, OWNER_LINKS_KEY
-from airflow_provider_coremodels.core.render import summary_line
+from airflow_provider_coremodels.core.estate.model import DAG_LINKS_KEY, OWNER_LINKS_KEY
+from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_mermaid
+from airflow_provider_coremodels.core.views.render import summary_line
 
 pytestmark = pytest.mark.airflow_server
 

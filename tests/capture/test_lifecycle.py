@@ -277,7 +277,7 @@ def test_an_estate_changed_step_by_step(estate: Estate) -> None:
     assert ("asset-unproduced", ORDERS) not in findings(two)
     assert ("dag-import-error", BROKEN) in findings(two)  # still broken; but nothing starves
     assert "starves" not in findings(two)[("dag-import-error", BROKEN)]
-    from airflow_provider_coremodels.core.sarif import render_sarif
+    from airflow_provider_coremodels.core.views.sarif import render_sarif
 
     sarif = json.loads(render_sarif(two, tool_version="test"))
     places = {

@@ -175,8 +175,8 @@ def test_reduced_capture_gives_the_same_snapshot_as_raw(airflow_server) -> None:
         "asset_expression",
         "doc_md",  # from the details of a DAG without a description
         "dag_display_name",
-        "max_active_runs",  # read by the team's rules (core/policy.py)
-        "is_stale",  # a stale DAG is broken or gone (core/broken.py)
+        "max_active_runs",  # read by the team's rules (core/checks/policy.py)
+        "is_stale",  # a stale DAG is broken or gone (core/reading/broken.py)
         "has_import_errors",
         "next_dagrun_run_after",  # volatile: read by the freshness rules, never fingerprinted
         "timetable_partitioned",

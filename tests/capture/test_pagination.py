@@ -55,7 +55,7 @@ def test_a_page_boundary_moving_does_not_duplicate_a_dag(server: ScriptedServer)
     server.script("/api/v2/dags", page(["a", "b"], 3), page(["b", "c"], 4), page([], 4))
     result = run(server, ["a", "b", "c"])
     assert [d["dag_id"] for d in result.dags["dags"]] == ["a", "b", "c"]
-    listing = "/api/v2/dags?exclude_stale=false&limit=100"  # stale DAGs too (core/broken.py)
+    listing = "/api/v2/dags?exclude_stale=false&limit=100"  # stale DAGs too (core/reading/broken.py)
     offsets = [r.path for r in server.received if r.path.startswith(listing)]
     assert offsets == [f"{listing}&offset={o}&order_by=dag_id" for o in (0, 2, 4)]
     assert result.lossiness[0].message.startswith("the estate changed during the capture")

@@ -37,8 +37,8 @@ from support.recording import ReplayServer, capture_clock, load_recording
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import Estate, audit, build_document
-from airflow_provider_coremodels.core.conflicts import read_conflicts
-from airflow_provider_coremodels.core.model import DAG_LINKS_KEY, VIA_ALIAS, VIA_INLET
+from airflow_provider_coremodels.core.estate.model import DAG_LINKS_KEY, VIA_ALIAS, VIA_INLET
+from airflow_provider_coremodels.core.reading.conflicts import read_conflicts
 
 VERSIONS = FIXTURES / "versions"
 

@@ -13,7 +13,7 @@ import pytest
 from support.helpers import CLI_GROUP, REPO, SARIF_SCHEMA, artifact_paths, dense_artifacts
 
 from airflow_provider_coremodels.cli.main import main
-from airflow_provider_coremodels.core.layout import MAX_EDGES
+from airflow_provider_coremodels.core.views.layout import MAX_EDGES
 
 REAL = artifact_paths("airflow3")
 REAL_ARGS = ["--dags", str(REAL["dags"]), "--tasks", str(REAL["tasks"]), "--datasets", str(REAL["datasets"])]

@@ -9,7 +9,7 @@ import pytest
 from support.helpers import codes, document_for
 
 from airflow_provider_coremodels.core import Baseline, audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.rules import MESSAGES
+from airflow_provider_coremodels.core.estate.rules import MESSAGES
 
 
 def dag(

@@ -17,15 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.helpers import recorded_estate
 
-from airflow_provider_coremodels.core import cadence as cadence_module
-from airflow_provider_coremodels.core.cadence import (
+from airflow_provider_coremodels.core.estate.model import DAG
+from airflow_provider_coremodels.core.reading import cadence as cadence_module
+from airflow_provider_coremodels.core.reading.cadence import (
     Cadence,
     CadenceKind,
     allowed_age,
     cadence,
     format_duration,
 )
-from airflow_provider_coremodels.core.model import DAG
 
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 

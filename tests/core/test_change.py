@@ -1,4 +1,4 @@
-"""A parsed bundle put in place of the baseline's (``core/change.py``), and what the change does.
+"""A parsed bundle put in place of the baseline's (``core/comparing/change.py``), and what the change does.
 
 The estates here are built from small REST-shaped artifacts through the same parse a capture
 feeds: bundle ``orders`` (``load_orders`` produces ``s3://lake/orders``) and bundle ``finance``
@@ -19,8 +19,8 @@ import pytest
 from support.helpers import SARIF_SCHEMA
 
 from airflow_provider_coremodels.core import audit, build_document, load_document
-from airflow_provider_coremodels.core.audit import Baseline
-from airflow_provider_coremodels.core.change import (
+from airflow_provider_coremodels.core.checks.audit import Baseline
+from airflow_provider_coremodels.core.comparing.change import (
     Target,
     change_json,
     deployed,
@@ -28,12 +28,12 @@ from airflow_provider_coremodels.core.change import (
     parsed_bundle,
     splice,
 )
-from airflow_provider_coremodels.core.document import encode, governed_fingerprint
-from airflow_provider_coremodels.core.merge import Part, merge
-from airflow_provider_coremodels.core.model import Estate, State
-from airflow_provider_coremodels.core.parse import build_estate
-from airflow_provider_coremodels.core.render import change_lines
-from airflow_provider_coremodels.core.sarif import render_sarif
+from airflow_provider_coremodels.core.estate.model import Estate, State
+from airflow_provider_coremodels.core.reading.merge import Part, merge
+from airflow_provider_coremodels.core.reading.parse import build_estate
+from airflow_provider_coremodels.core.snapshots.document import encode, governed_fingerprint
+from airflow_provider_coremodels.core.views.render import change_lines
+from airflow_provider_coremodels.core.views.sarif import render_sarif
 
 ROOT = "/opt/airflow/dags"
 STATE = State(connector_version="test")
@@ -270,7 +270,7 @@ def test_sarif_points_the_findings_a_change_opens_at_the_line_defining_their_dag
 
 
 def test_compare_of_two_snapshots_shows_the_same_change_part(baseline: Estate) -> None:
-    from airflow_provider_coremodels.core.compare import compare, comparison_json, read_side
+    from airflow_provider_coremodels.core.comparing.compare import compare, comparison_json, read_side
 
     bundle = orders_bundle()
     bundle["assets"] = []
@@ -290,7 +290,7 @@ def test_compare_of_two_snapshots_shows_the_same_change_part(baseline: Estate) -
 
 
 def test_records_about_a_replaced_dag_or_its_tasks_go_with_it() -> None:
-    from airflow_provider_coremodels.core.change import _about
+    from airflow_provider_coremodels.core.comparing.change import _about
 
     replaced = {"fanout", "team.load"}
     assert _about("fanout", replaced) and _about("fanout.kick_missing", replaced)

@@ -1,4 +1,4 @@
-"""What alerts call new and resolved (``core/changes.py``), and that ``compare`` counts the same."""
+"""What alerts call new and resolved (``core/comparing/changes.py``), and that ``compare`` counts the same."""
 
 from __future__ import annotations
 
@@ -8,8 +8,12 @@ from typing import Any
 
 from support.helpers import document_for
 
-from airflow_provider_coremodels.core.changes import finding_changes, opened_and_closed, stored_findings
-from airflow_provider_coremodels.core.compare import compare, read_side
+from airflow_provider_coremodels.core.comparing.changes import (
+    finding_changes,
+    opened_and_closed,
+    stored_findings,
+)
+from airflow_provider_coremodels.core.comparing.compare import compare, read_side
 
 
 def finding(code: str, subject: str, severity: str = "warning", **extra: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from airflow_provider_coremodels.core.collector import gc_paused
+from airflow_provider_coremodels.core.estate.collector import gc_paused
 
 
 class _Marker:

@@ -1,4 +1,4 @@
-"""Two stored snapshots compared (``core/compare.py``): findings opened and closed, the estate in full."""
+"""Two stored snapshots compared (comparing/compare.py): findings opened and closed, the estate in full."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from support.helpers import document_for, recorded_document
 
 from airflow_provider_coremodels.core import audit, load_document, parse_artifacts
-from airflow_provider_coremodels.core.compare import (
+from airflow_provider_coremodels.core.comparing.compare import (
     Comparison,
     compare,
     comparison_json,
@@ -18,7 +18,7 @@ from airflow_provider_coremodels.core.compare import (
     render_comparison_markdown,
     render_comparison_table,
 )
-from airflow_provider_coremodels.core.document import for_storage
+from airflow_provider_coremodels.core.snapshots.document import for_storage
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_coremodels.core.conditions import (
+from airflow_provider_coremodels.core.reading.conditions import (
     AllOf,
     AnyOf,
     ConditionError,
@@ -89,7 +89,7 @@ def test_from_text_refuses_what_to_text_never_writes(text: str) -> None:
 
 
 def leaf_map(condition: object) -> dict[Leaf, frozenset[str]]:
-    from airflow_provider_coremodels.core.conditions import leaves
+    from airflow_provider_coremodels.core.reading.conditions import leaves
 
     return {leaf: frozenset({leaf.value}) for leaf in leaves(condition)}  # type: ignore[arg-type]
 

@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.helpers import document_for
 
-from airflow_provider_coremodels.core.lineage import LineageGraph, to_dot, to_mermaid
-from airflow_provider_coremodels.core.markdown import render_markdown
-from airflow_provider_coremodels.core.render import finding_line, render_json, render_table
-from airflow_provider_coremodels.core.text import printable
+from airflow_provider_coremodels.core.estate.text import printable
+from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_dot, to_mermaid
+from airflow_provider_coremodels.core.views.markdown import render_markdown
+from airflow_provider_coremodels.core.views.render import finding_line, render_json, render_table
 
 # Clears the screen, returns to the line start, then fakes a finding row on a line of its own.
 EVIL_DAG = "evil\x1b[2J\rfake\nWarning dag-no-owner x"

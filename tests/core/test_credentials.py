@@ -28,10 +28,10 @@ from support.secret_shapes import (
     with_leaky_errors,
 )
 
-from airflow_provider_coremodels.core.audit import audit
-from airflow_provider_coremodels.core.broken import MAX_ERROR_CHARS, error_line
-from airflow_provider_coremodels.core.document import build_document, encode, load_document
-from airflow_provider_coremodels.core.parse import parse_artifacts
+from airflow_provider_coremodels.core.checks.audit import audit
+from airflow_provider_coremodels.core.reading.broken import MAX_ERROR_CHARS, error_line
+from airflow_provider_coremodels.core.reading.parse import parse_artifacts
+from airflow_provider_coremodels.core.snapshots.document import build_document, encode, load_document
 from airflow_provider_coremodels.redaction import REPLACED, scrub_credentials
 
 
@@ -134,8 +134,8 @@ def test_a_document_stored_before_the_scrub_is_scrubbed_when_read() -> None:
 
 HOSTILE = r"""
 import sys
-from airflow_provider_coremodels.core.broken import error_line
-from airflow_provider_coremodels.core.text import warning_text
+from airflow_provider_coremodels.core.reading.broken import error_line
+from airflow_provider_coremodels.core.estate.text import warning_text
 from airflow_provider_coremodels.redaction import scrub_credentials
 N = 300_000
 lines = [

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from airflow_provider_coremodels.core import audit, build_document, build_estate, load_document
-from airflow_provider_coremodels.core.lineage import LineageGraph, to_dot, to_mermaid, to_svg
-from airflow_provider_coremodels.core.merge import Part, merge
-from airflow_provider_coremodels.core.model import DAG_LINKS_KEY, OWNER_LINKS_KEY
-from airflow_provider_coremodels.core.render import summary_line
+from airflow_provider_coremodels.core.estate.model import DAG_LINKS_KEY, OWNER_LINKS_KEY
+from airflow_provider_coremodels.core.reading.merge import Part, merge
+from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_dot, to_mermaid, to_svg
+from airflow_provider_coremodels.core.views.render import summary_line
 
 ORDERS = "s3://lake/orders"
 
@@ -156,7 +156,7 @@ def test_without_a_graph_each_link_task_is_one_record() -> None:
 def test_the_asset_check_ignores_link_nodes() -> None:
     """A sensor's node leads into a DAG node and a trigger's out of one: neither is an outlet or a
     schedule, so neither DAG counts as declaring an asset (which would confirm its task inlets)."""
-    from airflow_provider_coremodels.core.references import read_graph, reduce_graph
+    from airflow_provider_coremodels.core.reading.references import read_graph, reduce_graph
 
     graph = [*sensor("a", "b", "wait"), *trigger("c", "d", "kick")]
     assert reduce_graph({"edges": graph, "nodes": []}) == {"edges": graph}  # the capture keeps them
@@ -215,7 +215,7 @@ def test_lineage_views_draw_links_in_a_style_of_their_own(estate) -> None:
 
 
 def test_lineage_drift_names_a_link(estate) -> None:
-    from airflow_provider_coremodels.core.audit import Baseline
+    from airflow_provider_coremodels.core.checks.audit import Baseline
 
     before = estate_of(
         [dag("load_orders"), dag("orders_reconcile")],
@@ -271,9 +271,9 @@ def test_owner_links_are_carried_scrubbed_and_canonical() -> None:
 def test_a_change_reaches_the_dags_a_link_leads_to_with_their_owner_links() -> None:
     """The change's affected DAGs follow triggers as they follow assets, each with how to reach its
     owners where the capture read them (the pull request's report shows both)."""
-    from airflow_provider_coremodels.core.change import change_json, describe
-    from airflow_provider_coremodels.core.owner_links import owners_of
-    from airflow_provider_coremodels.core.render import change_lines
+    from airflow_provider_coremodels.core.comparing.change import change_json, describe
+    from airflow_provider_coremodels.core.reading.owner_links import owners_of
+    from airflow_provider_coremodels.core.views.render import change_lines
 
     links_of = {"team": "https://wiki.example.com/team"}
     dags = [dag("load_orders"), dag("orders_reconcile", owner_links=links_of)]
@@ -306,7 +306,7 @@ def test_a_sensor_on_its_own_dag_is_no_link() -> None:
 
 
 def test_the_report_counts_and_draws_the_links(estate) -> None:
-    from airflow_provider_coremodels.core.markdown import render_markdown
+    from airflow_provider_coremodels.core.views.markdown import render_markdown
 
     document = build_document(estate, audit(estate))
     report = render_markdown(document)

@@ -9,9 +9,9 @@ from support.helpers import as_served
 
 from airflow_provider_coremodels.capture.crawl import scrubbed_warning
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.document import encode
-from airflow_provider_coremodels.core.merge import Part, merge
-from airflow_provider_coremodels.core.text import MAX_WARNING_CHARS
+from airflow_provider_coremodels.core.estate.text import MAX_WARNING_CHARS
+from airflow_provider_coremodels.core.reading.merge import Part, merge
+from airflow_provider_coremodels.core.snapshots.document import encode
 from airflow_provider_coremodels.redaction import SECRETS
 
 

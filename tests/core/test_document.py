@@ -18,8 +18,8 @@ from airflow_provider_coremodels.core import (
     load_document,
     parse_artifacts,
 )
-from airflow_provider_coremodels.core.document import encode
-from airflow_provider_coremodels.core.render import render_json
+from airflow_provider_coremodels.core.snapshots.document import encode
+from airflow_provider_coremodels.core.views.render import render_json
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 
 TOP_LEVEL_KEYS = [
@@ -235,7 +235,7 @@ def test_the_core_package_exports_what_its_type_stubs_say() -> None:
 
     tree = ast.parse(inspect.getsource(core))
     typed = {
-        alias.asname: node.module.rsplit(".", 1)[1]
+        alias.asname: node.module.removeprefix(core.__name__ + ".")
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(core.__name__ + ".")
         for alias in node.names
@@ -252,7 +252,7 @@ def test_the_core_package_exports_what_its_type_stubs_say() -> None:
 
 def as_version_1(document: dict[str, Any]) -> dict[str, Any]:
     """A document as version 1 wrote it: edges without kinds, its own fingerprint over them."""
-    from airflow_provider_coremodels.core.document import fingerprint
+    from airflow_provider_coremodels.core.snapshots.document import fingerprint
 
     lineage = sorted(
         ({k: e[k] for k in ("dependent", "dependsOn", "external")} for e in document["lineage"]),

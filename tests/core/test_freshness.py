@@ -12,8 +12,8 @@ import pytest
 from support.helpers import artifact_paths, as_served
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.model import Freshness
-from airflow_provider_coremodels.core.render import freshness_line as render_freshness_line
+from airflow_provider_coremodels.core.estate.model import Freshness
+from airflow_provider_coremodels.core.views.render import freshness_line as render_freshness_line
 
 DAGS = {
     "dags": [
@@ -530,7 +530,7 @@ def test_an_asset_sets_its_own_tolerance_in_its_extra(extra, stale: bool) -> Non
 
 
 def test_the_capture_keeps_only_the_tolerance_of_an_extra() -> None:
-    from airflow_provider_coremodels.core.parse import reduce_asset
+    from airflow_provider_coremodels.core.reading.parse import reduce_asset
 
     raw = asset("s3://x", [], [], None, extra={"coremodels_stale_tolerance": 3, "token": "t0k3n"})
     assert reduce_asset(raw)["extra"] == {"coremodels_stale_tolerance": 3}
@@ -552,7 +552,7 @@ def test_the_capture_keeps_only_the_tolerance_of_an_extra() -> None:
     ],
 )
 def test_a_time_is_written_with_four_digits_and_read_back_as_itself(given: str, written: str) -> None:
-    from airflow_provider_coremodels.core.freshness import format_time, parse_time
+    from airflow_provider_coremodels.core.reading.freshness import format_time, parse_time
 
     assert format_time(parse_time(given)) == written
     assert parse_time(written) == parse_time(given)
@@ -564,7 +564,7 @@ def test_a_time_is_written_with_four_digits_and_read_back_as_itself(given: str, 
 def test_a_time_outside_the_years_a_document_holds_is_unreadable(given: str) -> None:
     """Before: an OverflowError (an ``unexpected`` error at the command line) where UTC fell
     outside years 1 to 9999. Now a ValueError, as every unreadable time."""
-    from airflow_provider_coremodels.core.freshness import parse_time
+    from airflow_provider_coremodels.core.reading.freshness import parse_time
 
     with pytest.raises(ValueError, match=r"out of range|outside the years 1 to 9999"):
         parse_time(given)

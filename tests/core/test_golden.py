@@ -135,7 +135,7 @@ def test_recorded_asset_estate_lineage_is_what_the_dag_files_declare() -> None:
 
 
 def test_the_table_says_what_the_asset_model_added() -> None:
-    from airflow_provider_coremodels.core.render import render_table
+    from airflow_provider_coremodels.core.views.render import render_table
 
     assert render_table(document("airflow3_assets")).splitlines()[1] == (
         "asset model: 3 edges through Asset.ref, 2 edges through aliases, 1 edge from a task inlet, "

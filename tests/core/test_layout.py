@@ -27,8 +27,14 @@ from hypothesis import strategies as st
 from support.helpers import REPO, dense_artifacts, document_for, recorded_document
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
-from airflow_provider_coremodels.core.layout import FRAME, MAX_BENDS, MAX_EDGES, TooDense, layered_layout
-from airflow_provider_coremodels.core.lineage import (
+from airflow_provider_coremodels.core.views.layout import (
+    FRAME,
+    MAX_BENDS,
+    MAX_EDGES,
+    TooDense,
+    layered_layout,
+)
+from airflow_provider_coremodels.core.views.lineage import (
     MAX_NODES,
     Cut,
     LineageGraph,
@@ -251,7 +257,7 @@ def test_the_same_graph_draws_the_same_bytes_in_another_process() -> None:
     graph = LineageGraph.from_document(recorded_document("airflow3_assets"))
     script = (
         "import sys; sys.path.insert(0, 'tests'); from support.helpers import recorded_document;"
-        "from airflow_provider_coremodels.core.lineage import LineageGraph, to_svg;"
+        "from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_svg;"
         "sys.stdout.write(to_svg(LineageGraph.from_document(recorded_document('airflow3_assets'))))"
     )
     for seed in ("1", "2"):

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from support.helpers import document_for, recorded_document
 
-from airflow_provider_coremodels.core.lineage import LineageGraph, layout, to_dot, to_mermaid, to_svg
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.waivers import Waiver
+from airflow_provider_coremodels.core.views.lineage import LineageGraph, layout, to_dot, to_mermaid, to_svg
 
 
 def graph(**kwargs: Any) -> LineageGraph:

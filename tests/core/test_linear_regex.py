@@ -1,4 +1,4 @@
-"""The rules' regexes (core/linear_regex.py): Python's meaning, matched by RE2 in bounded time and memory.
+"""The rules' regexes (checks/linear_regex.py): Python's meaning, matched by RE2 in bounded time and memory.
 
 The matcher is checked against ``re.fullmatch`` itself on arbitrary patterns of the supported
 subset and arbitrary strings (Unicode digits, Python-only whitespace and lone surrogates among
@@ -21,7 +21,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from support.helpers import REPO
 
-from airflow_provider_coremodels.core.linear_regex import MAX_MEMORY, MAX_STATES, PatternError, compile_whole
+from airflow_provider_coremodels.core.checks.linear_regex import (
+    MAX_MEMORY,
+    MAX_STATES,
+    PatternError,
+    compile_whole,
+)
 
 EXAMPLES = int(os.environ.get("COREMODELS_FUZZ_EXAMPLES", "200"))
 
@@ -245,7 +250,7 @@ COSTLY = {
 
 _PEAK = """
 import json, random, re, resource, sys
-from airflow_provider_coremodels.core.linear_regex import compile_whole
+from airflow_provider_coremodels.core.checks.linear_regex import compile_whole
 pattern, count, length, marks = json.loads(sys.argv[1])
 rng = random.Random(34)
 ids = []

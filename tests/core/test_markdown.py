@@ -9,8 +9,8 @@ import re
 from support.helpers import document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document, load_document
-from airflow_provider_coremodels.core.markdown import render_markdown
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.waivers import Waiver
+from airflow_provider_coremodels.core.views.markdown import render_markdown
 
 
 def section(report: str, heading: str) -> str:

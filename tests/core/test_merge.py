@@ -10,7 +10,7 @@ import pytest
 from support.helpers import as_served
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.merge import Part, merge
+from airflow_provider_coremodels.core.reading.merge import Part, merge
 from airflow_provider_coremodels.errors import UsageError
 
 ORDERS = "s3://lake/orders"
@@ -168,9 +168,9 @@ def test_names_that_cannot_tell_deployments_apart_are_refused(names: list[str], 
 
 
 def test_the_views_show_the_deployments_and_the_edges_between_them(two) -> None:
-    from airflow_provider_coremodels.core.lineage import LineageGraph, to_dot, to_mermaid, to_svg
-    from airflow_provider_coremodels.core.markdown import render_markdown
-    from airflow_provider_coremodels.core.render import render_table
+    from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_dot, to_mermaid, to_svg
+    from airflow_provider_coremodels.core.views.markdown import render_markdown
+    from airflow_provider_coremodels.core.views.render import render_table
 
     old = dataclasses.replace(two[0], stale="its export did not succeed in this run")
     merged = merge([old, two[1]])
@@ -200,7 +200,7 @@ def test_the_views_show_the_deployments_and_the_edges_between_them(two) -> None:
 
 
 def test_one_deployments_document_says_nothing_of_deployments() -> None:
-    from airflow_provider_coremodels.core.render import render_table
+    from airflow_provider_coremodels.core.views.render import render_table
 
     single = part("etl", [dag("a")], [producer("a")])
     document = build_document(single.estate, audit(single.estate))
@@ -210,7 +210,7 @@ def test_one_deployments_document_says_nothing_of_deployments() -> None:
 def test_every_asset_joining_deployments_says_who_produces_and_who_reads_it() -> None:
     """A claim from another deployment is visible as such: the joining asset names the deployments
     of its producers and consumers, and the views' deployments line repeats it."""
-    from airflow_provider_coremodels.core.render import deployments_line
+    from airflow_provider_coremodels.core.views.render import deployments_line
 
     merged = merge(
         [part("etl", [dag("load")], [producer("load")]), part("bi", [dag("report")], [consumer("report")])]

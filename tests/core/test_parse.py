@@ -11,9 +11,9 @@ import pytest
 from support.helpers import document_for
 
 from airflow_provider_coremodels import __version__
-from airflow_provider_coremodels.core import parse as parse_module
 from airflow_provider_coremodels.core import parse_artifacts
-from airflow_provider_coremodels.core.parse import asset_name
+from airflow_provider_coremodels.core.reading import parse as parse_module
+from airflow_provider_coremodels.core.reading.parse import asset_name
 from airflow_provider_coremodels.errors import DagsArtifactError
 
 DAG_A = {"dag_id": "a", "description": "A", "owners": ["team"], "is_paused": False}

@@ -1,4 +1,4 @@
-"""The team's own rules (core/policy.py): the checks, the scopes, the file's refusals, and the views.
+"""The team's own rules (core/checks/policy.py): the checks, the scopes, the file's refusals, and the views.
 
 The example estate's rules and the findings they must give are written here by hand, from the
 recorded DAGs (airflow_provider_coremodels/example_estate/, example_dags/estate/).
@@ -16,16 +16,16 @@ import pytest
 from support.helpers import SARIF_SCHEMA, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.document import encode
-from airflow_provider_coremodels.core.lineage import LineageGraph
-from airflow_provider_coremodels.core.linear_regex import WholeMatch
-from airflow_provider_coremodels.core.markdown import render_markdown
-from airflow_provider_coremodels.core.merge import Part, merge
-from airflow_provider_coremodels.core.policy import DagId, Policy, parse_rules, rules_from_value
-from airflow_provider_coremodels.core.render import finding_line, policy_line, render_table
-from airflow_provider_coremodels.core.rules import FAIL_ON, catalogue, failing_findings
-from airflow_provider_coremodels.core.sarif import render_sarif
-from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers
+from airflow_provider_coremodels.core.checks.linear_regex import WholeMatch
+from airflow_provider_coremodels.core.checks.policy import DagId, Policy, parse_rules, rules_from_value
+from airflow_provider_coremodels.core.checks.waivers import Waiver, parse_waivers
+from airflow_provider_coremodels.core.estate.rules import FAIL_ON, catalogue, failing_findings
+from airflow_provider_coremodels.core.reading.merge import Part, merge
+from airflow_provider_coremodels.core.snapshots.document import encode
+from airflow_provider_coremodels.core.views.lineage import LineageGraph
+from airflow_provider_coremodels.core.views.markdown import render_markdown
+from airflow_provider_coremodels.core.views.render import finding_line, policy_line, render_table
+from airflow_provider_coremodels.core.views.sarif import render_sarif
 from airflow_provider_coremodels.errors import RulesFileError
 
 EXAMPLE_RULES = """

@@ -28,12 +28,12 @@ from airflow_provider_coremodels.core import (
     load_document,
     parse_artifacts,
 )
-from airflow_provider_coremodels.core import parse as parse_module
-from airflow_provider_coremodels.core.audit import Baseline
-from airflow_provider_coremodels.core.document import _read_checked, _read_typed, encode
-from airflow_provider_coremodels.core.model import Estate
-from airflow_provider_coremodels.core.policy import rules_from_value
-from airflow_provider_coremodels.core.render import render_json, render_table
+from airflow_provider_coremodels.core.checks.audit import Baseline
+from airflow_provider_coremodels.core.checks.policy import rules_from_value
+from airflow_provider_coremodels.core.estate.model import Estate
+from airflow_provider_coremodels.core.reading import parse as parse_module
+from airflow_provider_coremodels.core.snapshots.document import _read_checked, _read_typed, encode
+from airflow_provider_coremodels.core.views.render import render_json, render_table
 from airflow_provider_coremodels.errors import DagsArtifactError, SnapshotDocumentError
 
 EXAMPLES = int(os.environ.get("COREMODELS_FUZZ_EXAMPLES", "200"))
@@ -383,7 +383,7 @@ def check_pipeline(estate: Estate, dags: Blob, tasks: Blob | None, datasets: Blo
     assert [f for f in result.findings if f.section != "Conformance"] == []
 
     # With teams (each owner of the estate a team of its own): the same findings, each naming its
-    # teams, the same fingerprint, and the views group them (core/teams.py, issue 36).
+    # teams, the same fingerprint, and the views group them (core/checks/teams.py, issue 36).
     owned = sorted(
         {o.strip() for d in estate.dags() for o in d.metadata.get("airflow.owners", "").split(",")}
     )

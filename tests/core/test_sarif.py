@@ -13,9 +13,9 @@ import pytest
 from support.helpers import SARIF_SCHEMA, document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.rules import RULES
-from airflow_provider_coremodels.core.sarif import render_sarif
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.waivers import Waiver
+from airflow_provider_coremodels.core.estate.rules import RULES
+from airflow_provider_coremodels.core.views.sarif import render_sarif
 
 
 @cache
@@ -205,7 +205,7 @@ def test_freshness_findings_sit_at_the_active_producers_files() -> None:
 def test_a_merged_estate_names_the_deployments_of_the_run_and_of_each_result() -> None:
     """In a merged estate a DAG file is relative to its own deployment's bundle: each result says
     which deployments the DAGs it points at run in, and the run which deployments it merges."""
-    from airflow_provider_coremodels.core.merge import Part, merge
+    from airflow_provider_coremodels.core.reading.merge import Part, merge
 
     def part(name: str, dags: list[dict[str, Any]], assets: list[dict[str, Any]]) -> Part:
         estate = parse_artifacts(json.dumps({"dags": dags}), None, json.dumps({"assets": assets}))
@@ -316,6 +316,6 @@ def test_an_embedded_link_in_the_message_is_inert() -> None:
     ],
 )
 def test_plain_text_escapes_brackets_as_sarif_says(text: str, written: str) -> None:
-    from airflow_provider_coremodels.core.sarif import plain_text
+    from airflow_provider_coremodels.core.views.sarif import plain_text
 
     assert plain_text(text) == written

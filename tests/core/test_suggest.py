@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from airflow_provider_coremodels.core import suggest
-from airflow_provider_coremodels.core.suggest import did_you_mean, suggestions
+from airflow_provider_coremodels.core.estate import suggest
+from airflow_provider_coremodels.core.estate.suggest import did_you_mean, suggestions
 
 NAMES = [
     "daily_revenue", "load_orders", "legacy_cleanup", "customer_report", "sync_crm",

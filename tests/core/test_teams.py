@@ -1,4 +1,4 @@
-"""Teams (core/teams.py): the rules file's ``teams`` checked, a DAG's team, each finding's teams.
+"""Teams (core/checks/teams.py): the rules file's ``teams`` checked, a DAG's team, each finding's teams.
 
 The three-team estate and the team of every finding in it are written here by hand.
 """
@@ -14,11 +14,8 @@ import pytest
 from support.helpers import as_served
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.change import change_json, describe
-from airflow_provider_coremodels.core.merge import Part, merge
-from airflow_provider_coremodels.core.model import DAG, Dataset
-from airflow_provider_coremodels.core.policy import parse_rules
-from airflow_provider_coremodels.core.teams import (
+from airflow_provider_coremodels.core.checks.policy import parse_rules
+from airflow_provider_coremodels.core.checks.teams import (
     UNOWNED,
     document_teams,
     for_team,
@@ -26,6 +23,9 @@ from airflow_provider_coremodels.core.teams import (
     teams_from_json,
     teams_from_value,
 )
+from airflow_provider_coremodels.core.comparing.change import change_json, describe
+from airflow_provider_coremodels.core.estate.model import DAG, Dataset
+from airflow_provider_coremodels.core.reading.merge import Part, merge
 from airflow_provider_coremodels.errors import RulesFileError
 
 TEAMS = """

@@ -1,4 +1,4 @@
-"""The open findings over a sink's history as an inline SVG (``core/trend.py``), read back as XML."""
+"""The open findings over a sink's history as an inline SVG (``core/views/trend.py``), read back as XML."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from airflow_provider_coremodels.core.trend import TrendPoint, summary, trend_svg
+from airflow_provider_coremodels.core.views.trend import TrendPoint, summary, trend_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -16,9 +16,9 @@ from support.helpers import as_served, document_for
 
 from airflow_provider_coremodels.cli.commands import source_roots
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.broken import error_line
-from airflow_provider_coremodels.core.merge import Part, merge
-from airflow_provider_coremodels.core.sarif import render_sarif
+from airflow_provider_coremodels.core.reading.broken import error_line
+from airflow_provider_coremodels.core.reading.merge import Part, merge
+from airflow_provider_coremodels.core.views.sarif import render_sarif
 
 ORDERS = "s3://lake/orders"
 
@@ -145,7 +145,7 @@ def test_a_file_of_many_unlisted_broken_dags_is_built_once(monkeypatch: pytest.M
     """A file of generated DAGs that all say they have import errors, its error unlisted: its DAGs
     are gathered and the file built once, not rebuilt (and its DAG list sorted again) per DAG, which
     made the work grow with the square of the DAGs in the file."""
-    from airflow_provider_coremodels.core import broken
+    from airflow_provider_coremodels.core.reading import broken
 
     sorted_ids = []
     real = broken._ids
@@ -388,7 +388,9 @@ def test_an_asset_read_by_many_unconfirmed_inlets_is_noted_in_one_pass(
     finding notes, not once per consumer (the consumers times the asset's edges)."""
     import importlib
 
-    audit_module = importlib.import_module("airflow_provider_coremodels.core.audit")  # not the function
+    audit_module = importlib.import_module(
+        "airflow_provider_coremodels.core.checks.audit"
+    )  # not the function
     calls = []
     real = audit_module.inlet_only_readers
     monkeypatch.setattr(audit_module, "inlet_only_readers", lambda sides: calls.append(1) or real(sides))

@@ -10,9 +10,10 @@ import sys
 import pytest
 from support.helpers import recorded_estate
 
-from airflow_provider_coremodels.core import audit, build_document, team_files
-from airflow_provider_coremodels.core.rules import MESSAGES, failing_findings
-from airflow_provider_coremodels.core.waivers import Waiver, parse_waivers, waivers_from_value
+from airflow_provider_coremodels.core import audit, build_document
+from airflow_provider_coremodels.core.checks import team_files
+from airflow_provider_coremodels.core.checks.waivers import Waiver, parse_waivers, waivers_from_value
+from airflow_provider_coremodels.core.estate.rules import MESSAGES, failing_findings
 from airflow_provider_coremodels.errors import WaiverFileError
 
 TODAY = dt.date(2026, 11, 29)
@@ -153,7 +154,7 @@ ALIAS_BOMB = "\n".join(
 # so an expanding parser fails this test with a MemoryError instead of exhausting the machine.
 BOMB_CHILD = """
 import resource, sys, tracemalloc
-from airflow_provider_coremodels.core.waivers import parse_waivers
+from airflow_provider_coremodels.core.checks.waivers import parse_waivers
 from airflow_provider_coremodels.errors import WaiverFileError
 size = int(open("/proc/self/statm").read().split()[0]) * resource.getpagesize()
 resource.setrlimit(resource.RLIMIT_AS, (size + (64 << 20), resource.RLIM_INFINITY))
@@ -336,8 +337,8 @@ def test_the_first_matching_waiver_in_file_order_wins_exact_or_glob() -> None:
     """Indexed by code and subject (a long waiver file times many findings is no product), a
     finding still takes the first waiver of the file that matches it, a glob before an exact one
     where the glob comes first, and the exact one where it does."""
-    from airflow_provider_coremodels.core.findings import Finding, Severity
-    from airflow_provider_coremodels.core.waivers import Waiver, apply_waivers
+    from airflow_provider_coremodels.core.checks.waivers import Waiver, apply_waivers
+    from airflow_provider_coremodels.core.estate.findings import Finding, Severity
 
     finding = Finding("Conformance", Severity.WARNING, "dag-no-owner", "legacy_x", "m")
     glob, exact = Waiver("dag-no-owner", "legacy_*", "glob"), Waiver("dag-no-owner", "legacy_x", "exact")
@@ -352,9 +353,9 @@ def test_a_finding_tries_only_the_globs_whose_literal_it_begins_with(monkeypatch
     """Globs are indexed by the text before their first wildcard: with one glob per family of DAGs
     (a waiver file that grows with the estate), each finding tries the globs of its own family, not
     every glob of its code, so the work is the findings', not the findings times the globs."""
-    from airflow_provider_coremodels.core import waivers as module
-    from airflow_provider_coremodels.core.findings import Finding, Severity
-    from airflow_provider_coremodels.core.waivers import apply_waivers
+    from airflow_provider_coremodels.core.checks import waivers as module
+    from airflow_provider_coremodels.core.checks.waivers import apply_waivers
+    from airflow_provider_coremodels.core.estate.findings import Finding, Severity
 
     tried = []
     real = module.fnmatchcase
@@ -384,8 +385,8 @@ def test_the_glob_index_picks_the_waiver_a_scan_of_the_file_picks(seed: int) -> 
     that matches it, or none."""
     import random
 
-    from airflow_provider_coremodels.core.findings import Finding, Severity
-    from airflow_provider_coremodels.core.waivers import apply_waivers
+    from airflow_provider_coremodels.core.checks.waivers import apply_waivers
+    from airflow_provider_coremodels.core.estate.findings import Finding, Severity
 
     rng = random.Random(seed)
     alphabet = "ab_["

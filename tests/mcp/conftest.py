@@ -16,7 +16,7 @@ import pytest
 from support.helpers import REPO
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
-from airflow_provider_coremodels.core.document import encode, fingerprint
+from airflow_provider_coremodels.core.snapshots.document import encode, fingerprint
 from airflow_provider_coremodels.sinks.directory import FileSink
 
 #: The size of the estate the speed requirement is stated for.

@@ -23,8 +23,8 @@ from support.mcp_client import ask, call, call_error, server
 from support.measured import _MEASURED  # the same measured start, for the server's process
 
 from airflow_provider_coremodels.assistant import MAX_TEXT, UNTRUSTED, QueryError, SnapshotQueries
-from airflow_provider_coremodels.core import suggest
-from airflow_provider_coremodels.core.document import encode
+from airflow_provider_coremodels.core.estate import suggest
+from airflow_provider_coremodels.core.snapshots.document import encode
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 from airflow_provider_coremodels.input_files import read_baseline
 

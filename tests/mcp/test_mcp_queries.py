@@ -11,9 +11,9 @@ import pytest
 from support.helpers import artifact_paths, document_for, recorded_document
 
 from airflow_provider_coremodels.assistant import MAX_LIMIT, QueryError, SnapshotQueries, page
-from airflow_provider_coremodels.core.document import encode
-from airflow_provider_coremodels.core.lineage import LineageGraph, to_mermaid
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.waivers import Waiver
+from airflow_provider_coremodels.core.snapshots.document import encode
+from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_mermaid
 from airflow_provider_coremodels.errors import SnapshotDocumentError
 
 
@@ -462,7 +462,7 @@ RULES = (
 
 def test_policy_findings_are_served_and_placed_at_their_dag() -> None:
     """Stored policy findings are served as stored; a task check's finding is about its DAG."""
-    from airflow_provider_coremodels.core.policy import parse_rules
+    from airflow_provider_coremodels.core.checks.policy import parse_rules
 
     served = queries(recorded_document(policy=parse_rules(RULES)))
     policy = served.findings_page(section="Policy")["findings"]
@@ -480,7 +480,7 @@ def test_policy_findings_are_served_and_placed_at_their_dag() -> None:
 def test_rules_given_to_the_server_re_audit_the_stored_estate() -> None:
     """--rules re-audits as audit --snapshot S --rules R does; --waivers alone drops the stored
     policy findings, as that re-audit runs no rules."""
-    from airflow_provider_coremodels.core.policy import parse_rules
+    from airflow_provider_coremodels.core.checks.policy import parse_rules
 
     policy = parse_rules(RULES)
     plain = recorded_document()

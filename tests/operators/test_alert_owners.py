@@ -5,7 +5,7 @@ from __future__ import annotations
 from airflow_provider_coremodels.alerts import alert_context, notify_teams
 from airflow_provider_coremodels.capture.crawl import CaptureSummary
 from airflow_provider_coremodels.core import audit, build_document, build_estate
-from airflow_provider_coremodels.core.changes import FindingChanges
+from airflow_provider_coremodels.core.comparing.changes import FindingChanges
 from airflow_provider_coremodels.export import ExportResult
 
 

@@ -22,8 +22,8 @@ from support.helpers import REPO, UI_PAGE, WATCHERS_NOTE
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import audit
-from airflow_provider_coremodels.core.freshness import parse_time
-from airflow_provider_coremodels.core.markdown import render_markdown
+from airflow_provider_coremodels.core.reading.freshness import parse_time
+from airflow_provider_coremodels.core.views.markdown import render_markdown
 
 pytestmark = pytest.mark.airflow_server
 

@@ -781,7 +781,7 @@ def test_the_library_logs_and_notifies_no_credential_a_server_quotes(
     context a notifier's templates see and the MCP server's answers hold none of the credentials."""
     from airflow_provider_coremodels.alerts import alert_context
     from airflow_provider_coremodels.assistant import SnapshotQueries
-    from airflow_provider_coremodels.core.document import encode
+    from airflow_provider_coremodels.core.snapshots.document import encode
     from airflow_provider_coremodels.sinks.directory import FileSink
 
     caplog.set_level(logging.DEBUG)

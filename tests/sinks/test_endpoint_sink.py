@@ -23,7 +23,7 @@ from support.hostile_api import gzip_bomb
 from support.local_http import RESET, Received, Reply, ScriptedServer, json_reply
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.document import Document, encode, for_storage, stored_version
+from airflow_provider_coremodels.core.snapshots.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.hooks.coremodels import CoreModelsHook

@@ -13,8 +13,8 @@ from support.helpers import document_for
 
 from airflow_provider_coremodels.atomic import TEMPORARY, temporary_name
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
-from airflow_provider_coremodels.core.document import encode, stored_version
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.waivers import Waiver
+from airflow_provider_coremodels.core.snapshots.document import encode, stored_version
 from airflow_provider_coremodels.errors import SinkError, UsageError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink

@@ -20,8 +20,8 @@ import pytest
 from support.helpers import document_for
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.document import encode, stored_version
-from airflow_provider_coremodels.core.history import summarize
+from airflow_provider_coremodels.core.snapshots.document import encode, stored_version
+from airflow_provider_coremodels.core.snapshots.history import summarize
 from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError, UsageError
 from airflow_provider_coremodels.sinks import FileSink
 from airflow_provider_coremodels.sinks.history import (

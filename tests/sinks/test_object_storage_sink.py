@@ -26,7 +26,7 @@ from support.helpers import document_for
 from support.s3_server import BUCKET, SECRETS, S3Store, aws_connection, new_conn_id, running_s3
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.core.document import encode, for_storage, stored_version
+from airflow_provider_coremodels.core.snapshots.document import encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import ObjectStorageSink

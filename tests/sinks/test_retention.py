@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support.helpers import document_for
 
-from airflow_provider_coremodels.core.document import encode
+from airflow_provider_coremodels.core.snapshots.document import encode
 from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
 from airflow_provider_coremodels.sinks.history import Retention

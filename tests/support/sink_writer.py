@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
-from airflow_provider_coremodels.core.document import encode
+from airflow_provider_coremodels.core.snapshots.document import encode
 from airflow_provider_coremodels.sinks import FileSink
 
 FIXTURE = Path(__file__).resolve().parents[2] / "airflow_provider_coremodels" / "example_estate"

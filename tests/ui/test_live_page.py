@@ -25,7 +25,7 @@ from support.airflow_server import AirflowApiServer
 from support.browser import Browser
 from support.helpers import REPO, UI_PAGE
 
-from airflow_provider_coremodels.core.render import table_order
+from airflow_provider_coremodels.core.views.render import table_order
 
 pytestmark = [pytest.mark.airflow_server, UI_PAGE]
 

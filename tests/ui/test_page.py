@@ -17,10 +17,10 @@ import pytest
 from support.helpers import as_served, dense_artifacts, document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
-from airflow_provider_coremodels.core.document import for_storage
-from airflow_provider_coremodels.core.layout import MAX_EDGES
-from airflow_provider_coremodels.core.lineage import LineageGraph, picture
-from airflow_provider_coremodels.core.trend import Trend, TrendPoint
+from airflow_provider_coremodels.core.snapshots.document import for_storage
+from airflow_provider_coremodels.core.views.layout import MAX_EDGES
+from airflow_provider_coremodels.core.views.lineage import LineageGraph, picture
+from airflow_provider_coremodels.core.views.trend import Trend, TrendPoint
 from airflow_provider_coremodels.ui.page import (
     CONTENT_SECURITY_POLICY,
     DEFAULT_DEPTH,
@@ -135,7 +135,7 @@ def test_the_recorded_estate_shows_facts_findings_and_lineage() -> None:
 
 def test_policy_findings_and_airflow_warnings_show_like_the_others() -> None:
     """The team's rules and Airflow's own warnings: rows, filters, and the policy line, escaped."""
-    from airflow_provider_coremodels.core.policy import rules_from_value
+    from airflow_provider_coremodels.core.checks.policy import rules_from_value
 
     dags = [
         {"dag_id": "adhoc", "is_paused": False, "owners": ["bob"], "description": "a one-off"},
@@ -188,7 +188,7 @@ def test_findings_are_listed_most_severe_first_then_by_section_code_and_subject(
 
 def render_table_order(findings: list[dict[str, Any]]) -> list[tuple[str, str]]:
     """The (severity, code) of each row of the command line's table, in its order."""
-    from airflow_provider_coremodels.core.render import render_table
+    from airflow_provider_coremodels.core.views.render import render_table
 
     table = render_table({**recorded_document(), "findings": findings}).splitlines()
     start = next(i for i, line in enumerate(table) if line.startswith("SEVERITY"))

@@ -13,7 +13,7 @@ from support.helpers import recorded_estate
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.waivers import Waiver
 from airflow_provider_coremodels.sinks.directory import FileSink
 from airflow_provider_coremodels.ui.source import (
     HISTORY,

@@ -8,8 +8,8 @@ from support.helpers import recorded_estate
 from ui.test_page import render
 
 from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.core.policy import parse_rules
-from airflow_provider_coremodels.core.trend import Trend, TrendPoint
+from airflow_provider_coremodels.core.checks.policy import parse_rules
+from airflow_provider_coremodels.core.views.trend import Trend, TrendPoint
 from airflow_provider_coremodels.ui.page import render_snapshot_page
 
 TEAMS = "teams:\n  orders: {owners: [data-eng]}\n  finance: {tags: [finance]}\n  crm: {owners: [crm-team]}\n"

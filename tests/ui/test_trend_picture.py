@@ -15,7 +15,7 @@ from support.browser import Browser
 from support.helpers import REPO, as_served
 
 from airflow_provider_coremodels.core import audit, build_document, load_document, parse_artifacts
-from airflow_provider_coremodels.core.waivers import Waiver
+from airflow_provider_coremodels.core.checks.waivers import Waiver
 from airflow_provider_coremodels.sinks import FileSink
 from airflow_provider_coremodels.ui.page import render_snapshot_page
 from airflow_provider_coremodels.ui.source import Snapshot, read_snapshot, read_trend

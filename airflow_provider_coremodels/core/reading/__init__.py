@@ -1,0 +1,2 @@
+"""Reading: the Airflow artifacts (dags, tasks, datasets; or several deployments' estates) in, one
+estate model out."""

@@ -1,0 +1,2 @@
+"""Snapshots: an estate and its audit in, the snapshot document (camelCase JSON, its fingerprint)
+out, and stored ones read back."""
