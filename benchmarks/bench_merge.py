@@ -44,7 +44,7 @@ from generate_estate import generate  # noqa: E402
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
 from airflow_provider_coremodels.core.estate.collector import gc_paused  # noqa: E402
 from airflow_provider_coremodels.core.snapshots.document import encode  # noqa: E402
-from airflow_provider_coremodels.federation import Source, merge_and_push  # noqa: E402
+from airflow_provider_coremodels.jobs.federation import Source, merge_and_push  # noqa: E402
 
 
 def write_snapshots(directory: Path, deployments: int, dags: int) -> list[Path]:

@@ -6,7 +6,7 @@ import pytest
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.errors import UsageError
-from airflow_provider_coremodels.export import ExportSettings, uri_list
+from airflow_provider_coremodels.jobs.export import ExportSettings, uri_list
 
 
 def test_the_defaults_are_those_of_defaults_py() -> None:

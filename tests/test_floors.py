@@ -12,13 +12,14 @@ from support.helpers import REPO
 
 PACKAGE = "airflow_provider_coremodels"
 
-#: The packages whose parts stand on floors of their own (``core.reading``): a module of such a package
-#: is placed by its first two names, the package's own ``__init__`` by its name.
-SPLIT = ("core",)
+#: The packages whose parts stand on floors of their own (``core.reading``, ``jobs.export``): a module of
+#: such a package is placed by its first two names, the package's own ``__init__`` by its name.
+SPLIT = ("core", "integrations", "jobs")
 
 #: Bottom to top: what each floor holds (a top-level module, or a package with all it holds).
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "defaults", "compat", "redaction", "atomic"),  # the shared plumbing
+    ("__init__", "errors", "defaults", "compat", "redaction"),  # the shared plumbing
+    ("integrations", "jobs"),  # (their ``__init__``: a docstring each)
     # the pure core, one floor per stage of its pipeline (artifacts -> estate model -> findings ->
     # renderings); ``core`` itself, the package's names loaded on first use, stands above its stages
     ("core.estate",),  # the model every stage shares, the finding catalogue, safe text
@@ -28,14 +29,16 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("core.views",),  # document -> renderings
     ("core.comparing",),  # two documents -> what changed (worded with the views' helpers)
     ("core",),
-    ("transport", "input_files"),  # HTTP out, bounded reads in: above the core, below the rest
-    ("capture", "openlineage"),  # the integrations, each talking to one outside system ...
+    ("io",),  # atomic writes, HTTP out, bounded reads in: above the core, below the rest
+    ("capture", "integrations.openlineage"),  # the integrations, each talking to one outside system ...
     ("sinks",),  # (the OpenLineage sink sends the events openlineage.py makes)
-    ("hooks", "alerts"),  # (the connection hooks test captures and open sinks)
-    ("export", "assistant", "premerge"),  # the jobs
-    ("federation",),  # (the merge runs exports)
-    ("cli", "__main__", "operators", "ui", "mcp_server", "get_provider_info"),  # the front doors
+    ("hooks", "jobs.alerts"),  # (the connection hooks test captures and open sinks)
+    ("jobs.export", "integrations.assistant", "jobs.premerge"),  # the jobs
+    ("jobs.federation",),  # (the merge runs exports)
+    # the front doors
+    ("cli", "__main__", "operators", "ui", "integrations.mcp_server", "get_provider_info"),
 )
+SPLIT_PACKAGES = {f"{PACKAGE}.{split}" for split in SPLIT}
 FLOOR = {part: level for level, parts in enumerate(FLOORS) for part in parts}
 
 
@@ -45,7 +48,8 @@ def part_of(module: str) -> str:
     rest = module.split(".")[1:]
     if not rest:
         return "__init__"
-    return ".".join(rest[:2]) if rest[0] in SPLIT and len(rest) > 1 else rest[0]
+    two = ".".join(rest[:2])
+    return two if rest[0] in SPLIT and two in FLOOR else rest[0]
 
 
 def module_of(path: Path) -> str:
@@ -62,6 +66,8 @@ def imports(tree: ast.AST) -> Iterator[str]:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module == PACKAGE:  # from airflow_provider_coremodels import defaults, __version__
                 yield from (f"{PACKAGE}.{a.name}" if a.name in FLOOR else PACKAGE for a in node.names)
+            elif node.module in SPLIT_PACKAGES:  # from airflow_provider_coremodels.jobs import export
+                yield from (f"{node.module}.{a.name}" for a in node.names)
             elif node.module.startswith(PACKAGE + "."):
                 yield node.module
         elif isinstance(node, ast.Import):
@@ -104,8 +110,12 @@ def test_no_import_runs_up_a_floor() -> None:
 def test_the_scan_sees_imports_inside_functions_and_skips_type_checking_ones() -> None:
     tree = ast.parse(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from airflow_provider_coremodels.export import ExportResult\n"
+        "if TYPE_CHECKING:\n    from airflow_provider_coremodels.jobs.export import ExportResult\n"
         "else:\n    import airflow_provider_coremodels.sinks.base\n"
         "def f():\n    from airflow_provider_coremodels import cli\n"
+        "from airflow_provider_coremodels.jobs import export\n"
     )
-    assert list(imports(tree)) == [f"{PACKAGE}.sinks.base", f"{PACKAGE}.cli"]
+    assert list(imports(tree)) == [f"{PACKAGE}.sinks.base", f"{PACKAGE}.cli", f"{PACKAGE}.jobs.export"]
+    assert part_of(f"{PACKAGE}.jobs.export") == "jobs.export"
+    assert part_of(f"{PACKAGE}.core.reading.parse") == "core.reading"
+    assert part_of(f"{PACKAGE}.core.audit") == "core"  # (from ...core import audit: the function)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from airflow_provider_coremodels.capture.client import AirflowApiClient, ApiInfo, ApiSource, open_client
 from airflow_provider_coremodels.capture.crawl import Capture, CaptureSummary, capture
-from airflow_provider_coremodels.transport import RetryPolicy
+from airflow_provider_coremodels.io.transport import RetryPolicy
 
 __all__ = [
     "AirflowApiClient",

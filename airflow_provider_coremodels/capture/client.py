@@ -17,8 +17,7 @@ import requests
 from airflow_provider_coremodels import __version__, defaults
 from airflow_provider_coremodels.capture.pacing import PACINGS, Pacer, kind_of
 from airflow_provider_coremodels.errors import AuthError, CaptureError
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
-from airflow_provider_coremodels.transport import (
+from airflow_provider_coremodels.io.transport import (
     Deadline,
     RetryPolicy,
     Transport,
@@ -27,6 +26,7 @@ from airflow_provider_coremodels.transport import (
     send_with_retries,
     strip_userinfo,
 )
+from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 

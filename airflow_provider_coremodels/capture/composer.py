@@ -21,8 +21,8 @@ import requests
 
 from airflow_provider_coremodels.capture.client import AirflowApiClient, ApiSource, Decoder
 from airflow_provider_coremodels.errors import AuthError, CaptureError
+from airflow_provider_coremodels.io.transport import RetryPolicy, send_with_retries
 from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
-from airflow_provider_coremodels.transport import RetryPolicy, send_with_retries
 
 log = scrubbed_logger(__name__)
 

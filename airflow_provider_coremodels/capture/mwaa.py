@@ -32,14 +32,14 @@ from airflow_provider_coremodels.capture.client import (
 )
 from airflow_provider_coremodels.capture.pacing import kind_of
 from airflow_provider_coremodels.errors import AuthError, CaptureError
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
-from airflow_provider_coremodels.transport import (
+from airflow_provider_coremodels.io.transport import (
     RETRY_STATUSES,
     RetryPolicy,
     decode_json,
     origin,
     send_with_retries,
 )
+from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 

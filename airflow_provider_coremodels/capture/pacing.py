@@ -30,7 +30,7 @@ import threading
 import time
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.transport import Slot
+from airflow_provider_coremodels.io.transport import Slot
 
 #: The window a capture starts with: its first answers, alone at the server, are the baselines.
 START = 1

@@ -20,7 +20,7 @@ from airflow_provider_coremodels.core.estate.text import printable
 from airflow_provider_coremodels.core.reading.capabilities import require
 from airflow_provider_coremodels.core.views.render import render_json, render_table
 from airflow_provider_coremodels.errors import CoreModelsError, SinkError, SinksFailed, UsageError
-from airflow_provider_coremodels.input_files import (
+from airflow_provider_coremodels.io.input_files import (
     read_artifacts,
     read_auditable,
     read_baseline,
@@ -67,7 +67,7 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
     from airflow_provider_coremodels.core.comparing.change import DEFAULT_BUNDLE
     from airflow_provider_coremodels.core.snapshots.document import load_document
     from airflow_provider_coremodels.errors import SnapshotDocumentError
-    from airflow_provider_coremodels.premerge import FolderCheck, check_folder, withheld_variables
+    from airflow_provider_coremodels.jobs.premerge import FolderCheck, check_folder, withheld_variables
 
     if args.example or args.snapshot or args.dags or args.tasks or args.datasets:
         raise UsageError(
@@ -145,8 +145,8 @@ def impact(args: argparse.Namespace) -> int:
     """``impact``: what lies downstream (``--upstream``: upstream) of one DAG or asset, answered by
     the same function as the MCP tool ``downstream_impact`` (``SnapshotQueries.impact``), printed
     as a table, JSON (that answer, every node on one page) or markdown."""
-    from airflow_provider_coremodels.assistant import QueryError, SnapshotQueries
     from airflow_provider_coremodels.core.views.impact import render_impact_markdown, render_impact_table
+    from airflow_provider_coremodels.integrations.assistant import QueryError, SnapshotQueries
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
@@ -225,8 +225,8 @@ def _audited_document(args: argparse.Namespace, command: str, **build: Any) -> d
 
 def merge(args: argparse.Namespace) -> int:
     """``merge``: the snapshots of several deployments as one estate, audited, printed and pushed."""
-    from airflow_provider_coremodels.export import checked_retention, open_sinks
-    from airflow_provider_coremodels.federation import Source, merge_and_push
+    from airflow_provider_coremodels.jobs.export import checked_retention, open_sinks
+    from airflow_provider_coremodels.jobs.federation import Source, merge_and_push
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
@@ -277,10 +277,10 @@ def teams(args: argparse.Namespace) -> int:
 
 def capture(args: argparse.Namespace) -> int:
     """``capture``: read the estate from the REST API and save the three artifacts under ``--out``."""
-    from airflow_provider_coremodels.atomic import write_atomic
     from airflow_provider_coremodels.capture import capture as run_capture
     from airflow_provider_coremodels.capture import open_client
     from airflow_provider_coremodels.capture.progress import ProgressReporter
+    from airflow_provider_coremodels.io.atomic import write_atomic
 
     _airflow_logs_to_stderr(args)
     source = api_source(args)
@@ -310,7 +310,7 @@ def export(args: argparse.Namespace) -> int:
     """``export``: capture, audit against the sinks' baseline, print, push to every sink."""
     from airflow_provider_coremodels.capture import open_client
     from airflow_provider_coremodels.capture.progress import ProgressReporter
-    from airflow_provider_coremodels.export import ExportSettings
+    from airflow_provider_coremodels.jobs.export import ExportSettings
 
     _airflow_logs_to_stderr(args)
     # the files a team writes are checked before anything is captured: a bad one is exit 2 at once
@@ -349,7 +349,7 @@ def export(args: argparse.Namespace) -> int:
                 result = failure.result
     finally:
         progress.close()
-    from airflow_provider_coremodels.alerts import send_metrics
+    from airflow_provider_coremodels.jobs.alerts import send_metrics
 
     send_metrics(result, str(result.document["state"].get("deployment") or "default"))
     document = team_view(result.document, args)
@@ -417,7 +417,7 @@ def history_reader(uri: str, sink_conn_id: str | None) -> HistoryReader:
     scheme, package and connection checked first)."""
     from urllib.parse import urlsplit
 
-    from airflow_provider_coremodels.export import open_sink
+    from airflow_provider_coremodels.jobs.export import open_sink
     from airflow_provider_coremodels.sinks.directory import DirectorySink, FileSink
     from airflow_provider_coremodels.sinks.history import LocalHistory, StoreHistory
 
@@ -445,7 +445,7 @@ def history_reader(uri: str, sink_conn_id: str | None) -> HistoryReader:
 
 
 def redact(uri: str) -> str:
-    from airflow_provider_coremodels.transport import redact_url
+    from airflow_provider_coremodels.io.transport import redact_url
 
     return redact_url(uri)
 
@@ -478,7 +478,7 @@ def stored_bytes(given: str, sink_conn_id: str | None) -> tuple[str, bytes]:
     from urllib.parse import urlsplit
 
     from airflow_provider_coremodels.errors import SnapshotDocumentError
-    from airflow_provider_coremodels.input_files import Unreadable
+    from airflow_provider_coremodels.io.input_files import Unreadable
     from airflow_provider_coremodels.sinks.history import resolve, split_reference
     from airflow_provider_coremodels.sinks.layout import LATEST, newest_first
 
@@ -641,7 +641,7 @@ def render_openlineage(document: dict[str, Any], args: argparse.Namespace) -> st
     """``--format openlineage``: one event per DAG, one per line; notes on what could not be named
     as the OpenLineage provider names it go to stderr as warnings."""
     try:
-        from airflow_provider_coremodels.openlineage import Options, render
+        from airflow_provider_coremodels.integrations.openlineage import Options, render
     except ImportError as exc:
         if (exc.name or "").startswith("airflow_provider_coremodels"):
             raise
@@ -659,7 +659,7 @@ def render_openlineage(document: dict[str, Any], args: argparse.Namespace) -> st
 def _quiet_openlineage_client() -> None:
     """The client's INFO lines ("will use `http` transport") are noise on a command's stderr."""
     with contextlib.suppress(ImportError):
-        from airflow_provider_coremodels.openlineage import quiet_client_logs
+        from airflow_provider_coremodels.integrations.openlineage import quiet_client_logs
 
         quiet_client_logs()
 
@@ -675,12 +675,12 @@ def mcp(args: argparse.Namespace) -> int:
     waivers), as one line on stderr and exit 2; once serving, stdout is the protocol's alone.
     """
     try:
-        from airflow_provider_coremodels.mcp_server import serve
+        from airflow_provider_coremodels.integrations.mcp_server import serve
     except ImportError as exc:
         if (exc.name or "").startswith("airflow_provider_coremodels"):
             raise
         raise UsageError(f"{MCP_EXTRA_MISSING} ({exc})") from None
-    from airflow_provider_coremodels.assistant import SnapshotQueries
+    from airflow_provider_coremodels.integrations.assistant import SnapshotQueries
 
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
@@ -711,9 +711,9 @@ def _startup_baseline(given: str | None, sink_conn_id: str | None) -> Callable[[
     """How ``mcp`` reads a baseline: the one it was started with from wherever a sink may be (the
     one bounded reader, ``stored_bytes``); one an assistant names in a call, as a local file only,
     so that a call can never make the server read a store with the connection's credentials."""
-    from airflow_provider_coremodels.assistant import read_baseline as read_local_baseline
     from airflow_provider_coremodels.core.snapshots.document import load_document
     from airflow_provider_coremodels.errors import SnapshotDocumentError
+    from airflow_provider_coremodels.integrations.assistant import read_baseline as read_local_baseline
 
     def read(path: str) -> Baseline:
         if given is None or path != given:

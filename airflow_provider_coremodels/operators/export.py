@@ -15,16 +15,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.alerts import (
-    as_notifiers,
-    checked_deadline,
-    checked_min_severity,
-    notify,
-    notify_teams,
-    send_metrics,
-    team_routes,
-    to_tell,
-)
 from airflow_provider_coremodels.compat import AirflowException
 from airflow_provider_coremodels.core.checks.policy import Policy, rules_from_value
 from airflow_provider_coremodels.core.checks.waivers import Waiver, waivers_from_value
@@ -40,15 +30,25 @@ from airflow_provider_coremodels.core.views.render import (
 )
 from airflow_provider_coremodels.errors import CoreModelsError, SinksFailed
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
+from airflow_provider_coremodels.io.transport import RetryPolicy
+from airflow_provider_coremodels.jobs.alerts import (
+    as_notifiers,
+    checked_deadline,
+    checked_min_severity,
+    notify,
+    notify_teams,
+    send_metrics,
+    team_routes,
+    to_tell,
+)
 from airflow_provider_coremodels.operators.links import CoreModelsPageLink, page_url
 from airflow_provider_coremodels.redaction import SECRETS
-from airflow_provider_coremodels.transport import RetryPolicy
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_coremodels.capture import AirflowApiClient
-    from airflow_provider_coremodels.export import ExportResult
+    from airflow_provider_coremodels.jobs.export import ExportResult
     from airflow_provider_coremodels.sinks import SinkResult
 
 LOG_LEVEL = {"Info": logging.INFO, "Warning": logging.WARNING, "Error": logging.ERROR}
@@ -184,7 +184,7 @@ class CoreModelsExportOperator(BaseOperator):
         return operator_waivers(self.waivers)
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_coremodels.export import ExportSettings
+        from airflow_provider_coremodels.jobs.export import ExportSettings
 
         try:
             deadline = checked_deadline(self.notifier_timeout)
@@ -273,7 +273,7 @@ def operator_waivers(value: str | Sequence[Mapping[str, Any]] | None) -> tuple[W
     if not value:
         return ()
     if isinstance(value, str):
-        from airflow_provider_coremodels.input_files import read_waivers
+        from airflow_provider_coremodels.io.input_files import read_waivers
 
         return read_waivers(value)
     return waivers_from_value(value)
@@ -284,7 +284,7 @@ def operator_rules(value: str | Sequence[Mapping[str, Any]] | Mapping[str, Any] 
     if not value:
         return None
     if isinstance(value, str):
-        from airflow_provider_coremodels.input_files import read_rules
+        from airflow_provider_coremodels.io.input_files import read_rules
 
         return read_rules(value)
     return rules_from_value(dict(value) if isinstance(value, Mapping) else list(value))

@@ -30,7 +30,7 @@ from airflow_provider_coremodels.redaction import SECRETS
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_coremodels.federation import MergeResult
+    from airflow_provider_coremodels.jobs.federation import MergeResult
 
 
 class CoreModelsMergeOperator(BaseOperator):
@@ -98,13 +98,13 @@ class CoreModelsMergeOperator(BaseOperator):
         self.history_max_age_days = history_max_age_days
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from airflow_provider_coremodels.export import (
+        from airflow_provider_coremodels.jobs.export import (
             checked_fail_on,
             checked_retention,
             open_sinks,
             uri_list,
         )
-        from airflow_provider_coremodels.federation import Source, merge_and_push
+        from airflow_provider_coremodels.jobs.federation import Source, merge_and_push
 
         try:
             checked_fail_on(self.fail_on)

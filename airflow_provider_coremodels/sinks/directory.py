@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.atomic import TEMPORARY, write_atomic_at
 from airflow_provider_coremodels.core.reading.freshness import parse_time
 from airflow_provider_coremodels.core.snapshots.document import (
     Document,
@@ -37,7 +36,8 @@ from airflow_provider_coremodels.core.snapshots.document import (
 )
 from airflow_provider_coremodels.core.snapshots.history import summarize
 from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError
-from airflow_provider_coremodels.input_files import Unreadable, read_limited
+from airflow_provider_coremodels.io.atomic import TEMPORARY, write_atomic_at
+from airflow_provider_coremodels.io.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.redaction import scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
 from airflow_provider_coremodels.sinks.history import Retention, fresh, twin_of

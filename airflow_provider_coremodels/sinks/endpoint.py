@@ -20,9 +20,7 @@ import requests
 from airflow_provider_coremodels import __version__, defaults
 from airflow_provider_coremodels.core.snapshots.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
-from airflow_provider_coremodels.sinks.base import Sink, SinkResult
-from airflow_provider_coremodels.transport import (
+from airflow_provider_coremodels.io.transport import (
     Deadline,
     RetryPolicy,
     Transport,
@@ -32,6 +30,8 @@ from airflow_provider_coremodels.transport import (
     server_message,
     strip_userinfo,
 )
+from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.sinks.base import Sink, SinkResult
 
 log = scrubbed_logger(__name__)
 

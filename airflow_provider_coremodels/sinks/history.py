@@ -36,7 +36,7 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.estate.text import printable
 from airflow_provider_coremodels.core.snapshots.history import EntrySummary, summarize
 from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError, UsageError
-from airflow_provider_coremodels.input_files import Unreadable, read_limited
+from airflow_provider_coremodels.io.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.sinks.layout import (
     HISTORY,
     HISTORY_ENTRY,

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 
 from airflow_provider_coremodels.core.snapshots.document import Document, stored_version
-from airflow_provider_coremodels.input_files import LATEST as LATEST  # the reader names it too
+from airflow_provider_coremodels.io.input_files import LATEST as LATEST  # the reader names it too
 
 HISTORY = "history"
 

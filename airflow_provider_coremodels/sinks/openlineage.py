@@ -29,7 +29,7 @@ from openlineage.client.transport import Transport
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.snapshots.document import Document
 from airflow_provider_coremodels.errors import CoreModelsError, SinkError, UsageError
-from airflow_provider_coremodels.openlineage import (
+from airflow_provider_coremodels.integrations.openlineage import (
     Collector,
     Options,
     build_events,

@@ -42,8 +42,7 @@ from openlineage.client.transport.transport import Transport
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.errors import SinkError, UsageError
-from airflow_provider_coremodels.redaction import SECRETS
-from airflow_provider_coremodels.transport import (
+from airflow_provider_coremodels.io.transport import (
     Deadline,
     RetryPolicy,
     redact_url,
@@ -51,7 +50,8 @@ from airflow_provider_coremodels.transport import (
     server_message,
     strip_userinfo,
 )
-from airflow_provider_coremodels.transport import Transport as ProviderTransport
+from airflow_provider_coremodels.io.transport import Transport as ProviderTransport
+from airflow_provider_coremodels.redaction import SECRETS
 
 #: Seconds a token endpoint may take to answer, as the client's own token request allows.
 TOKEN_TIMEOUT = 10.0

@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_coremodels.errors import UsageError
-from airflow_provider_coremodels.transport import redact_url
+from airflow_provider_coremodels.io.transport import redact_url
 from airflow_provider_coremodels.ui.page import (
     CONTENT_SECURITY_POLICY,
     render_problem_page,
@@ -105,7 +105,7 @@ def _snapshot(fingerprint: str | None = None) -> Snapshot | Problem:
 
 def _store(location: str, scheme: str, conn_id: str | None) -> Any:
     """The object-storage path the page reads, opened with its connection, or why it cannot be."""
-    from airflow_provider_coremodels.export import OBJECT_STORAGE
+    from airflow_provider_coremodels.jobs.export import OBJECT_STORAGE
 
     if scheme not in OBJECT_STORAGE:
         schemes = ", ".join(f"{s}://" for s in sorted(OBJECT_STORAGE))
@@ -131,7 +131,7 @@ def _store(location: str, scheme: str, conn_id: str | None) -> Any:
 def _opened_store(location: str, conn_id: str | None) -> Any:
     """Opened once per location (a failure is not kept: installing or defining what it lacked fixes
     it on the next request)."""
-    from airflow_provider_coremodels.export import open_object_storage
+    from airflow_provider_coremodels.jobs.export import open_object_storage
 
     label = f"[{CONFIG_SECTION}] {CONFIG_OPTION} {redact_url(location)}"
     return open_object_storage(

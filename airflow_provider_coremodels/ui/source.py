@@ -22,7 +22,7 @@ from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.snapshots.document import load_document, stored_version
 from airflow_provider_coremodels.core.views.trend import Trend, TrendPoint
 from airflow_provider_coremodels.errors import SnapshotDocumentError
-from airflow_provider_coremodels.input_files import Unreadable, read_bounded, read_limited
+from airflow_provider_coremodels.io.input_files import Unreadable, read_bounded, read_limited
 from airflow_provider_coremodels.sinks.history import Entry, fresh, list_history, open_history
 from airflow_provider_coremodels.sinks.layout import HISTORY, HISTORY_ENTRY, LATEST, newest_first, stamp_text
 

@@ -35,7 +35,7 @@ from airflow_provider_coremodels.capture.pacing import (
     kind_of,
 )
 from airflow_provider_coremodels.cli.commands import api_source
-from airflow_provider_coremodels.transport import Slot
+from airflow_provider_coremodels.io.transport import Slot
 
 TASKS = "/api/v2/dags/*/tasks"
 PAGES = "/api/v2/dags"

@@ -99,7 +99,7 @@ def test_a_log_line_never_starts_on_the_bar(caplog) -> None:
     try:
         progress = ProgressReporter(stream)
         progress(1, 4)
-        logging.getLogger("airflow_provider_coremodels.transport").warning("GET /x: HTTP 503; retrying")
+        logging.getLogger("airflow_provider_coremodels.io.transport").warning("GET /x: HTTP 503; retrying")
         progress(4, 4)
         progress.close()
         assert handler.filters == []

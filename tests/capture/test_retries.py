@@ -31,7 +31,7 @@ from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, Ret
 from airflow_provider_coremodels.capture.client import NotFound
 from airflow_provider_coremodels.core import ABSENT
 from airflow_provider_coremodels.errors import AuthError, CaptureError
-from airflow_provider_coremodels.transport import parse_retry_after
+from airflow_provider_coremodels.io.transport import parse_retry_after
 
 USERNAME = "admin"
 PASSWORD = "Pa55-w0rd-n0t-f0r-l0gs"  # distinctive, so a leak is found by a plain substring search

@@ -13,7 +13,7 @@ from airflow_provider_coremodels.cli.main import main
 from airflow_provider_coremodels.errors import ConnectionConfigError
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 from airflow_provider_coremodels.hooks.connection_fields import base_url
-from airflow_provider_coremodels.transport import redact_url, strip_userinfo
+from airflow_provider_coremodels.io.transport import redact_url, strip_userinfo
 
 
 @pytest.mark.parametrize(

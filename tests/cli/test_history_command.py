@@ -20,7 +20,7 @@ from support.s3_server import BUCKET, SECRETS, S3Store, new_conn_id, running_s3
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.cli.main import main
-from airflow_provider_coremodels.export import open_sink
+from airflow_provider_coremodels.jobs.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
 from airflow_provider_coremodels.sinks.layout import history_name, newest_first
 

@@ -16,8 +16,8 @@ import pytest
 from support.helpers import CLI_GROUP, REPO, document_for
 from support.s3_server import BUCKET, SECRETS, S3Store, new_conn_id, running_s3
 
-from airflow_provider_coremodels.assistant import SnapshotQueries
 from airflow_provider_coremodels.cli.main import main
+from airflow_provider_coremodels.integrations.assistant import SnapshotQueries
 from airflow_provider_coremodels.sinks import FileSink
 
 TABLE = """\
@@ -189,7 +189,7 @@ def test_impact_and_the_mcp_server_read_an_object_storage_sink_alike(
     from support.mcp_client import ask, call
     from support.mcp_client import server as mcp_server
 
-    from airflow_provider_coremodels.export import open_sink
+    from airflow_provider_coremodels.jobs.export import open_sink
 
     _, conn_id, variable = s3
     uri = f"s3://{BUCKET}/impact"

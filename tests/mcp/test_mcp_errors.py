@@ -29,7 +29,7 @@ def test_a_missing_extra_is_one_line_naming_it(
     for name in [n for n in sys.modules if n.split(".")[0] in ("mcp", "mcp_types")]:
         monkeypatch.delitem(sys.modules, name)  # the SDK as other tests imported it, put back after
     monkeypatch.setitem(sys.modules, "mcp", None)
-    monkeypatch.delitem(sys.modules, "airflow_provider_coremodels.mcp_server", raising=False)
+    monkeypatch.delitem(sys.modules, "airflow_provider_coremodels.integrations.mcp_server", raising=False)
     code, out, err = run(capsys, "--snapshot", str(example_snapshot))
     assert (code, out) == (2, "")
     assert err.count("\n") == 1

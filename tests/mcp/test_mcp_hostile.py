@@ -22,11 +22,16 @@ from support.helpers import document_for
 from support.mcp_client import ask, call, call_error, server
 from support.measured import _MEASURED  # the same measured start, for the server's process
 
-from airflow_provider_coremodels.assistant import MAX_TEXT, UNTRUSTED, QueryError, SnapshotQueries
 from airflow_provider_coremodels.core.estate import suggest
 from airflow_provider_coremodels.core.snapshots.document import encode
 from airflow_provider_coremodels.errors import SnapshotDocumentError
-from airflow_provider_coremodels.input_files import read_baseline
+from airflow_provider_coremodels.integrations.assistant import (
+    MAX_TEXT,
+    UNTRUSTED,
+    QueryError,
+    SnapshotQueries,
+)
+from airflow_provider_coremodels.io.input_files import read_baseline
 
 pytestmark = pytest.mark.slow  # the MCP server in subprocesses, on hostile and large snapshots
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from support.helpers import artifact_paths, document_for, recorded_document
 
-from airflow_provider_coremodels.assistant import MAX_LIMIT, QueryError, SnapshotQueries, page
 from airflow_provider_coremodels.core.checks.waivers import Waiver
 from airflow_provider_coremodels.core.snapshots.document import encode
 from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_mermaid
 from airflow_provider_coremodels.errors import SnapshotDocumentError
+from airflow_provider_coremodels.integrations.assistant import MAX_LIMIT, QueryError, SnapshotQueries, page
 
 
 def queries(document: dict[str, Any], **kwargs: Any) -> SnapshotQueries:
@@ -405,7 +405,7 @@ def test_drift_against_a_baseline_read_once(tmp_path: Path) -> None:
     reads: list[str] = []
 
     def reader(path: str) -> Any:
-        from airflow_provider_coremodels.assistant import read_baseline
+        from airflow_provider_coremodels.integrations.assistant import read_baseline
 
         reads.append(path)
         return read_baseline(path)

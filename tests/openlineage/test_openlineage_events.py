@@ -19,7 +19,7 @@ from cli.test_merge_command import dag, snapshot
 from support.helpers import EXAMPLE_ESTATE, FIXTURES, document_for
 from support.openlineage_kit import cli, lines
 
-from airflow_provider_coremodels.openlineage import (
+from airflow_provider_coremodels.integrations.openlineage import (
     CONVERTER,
     FALLBACK,
     PRODUCER,

@@ -222,7 +222,7 @@ def test_the_example_estates_recording_is_what_the_sink_describes() -> None:
 def test_the_secrets_of_a_client_configuration_are_remembered() -> None:
     """Which configuration values are scrubbed from every message: secrets, not their neighbours
     (scrubbing "api_key" or a Kafka message key would blank ordinary words)."""
-    from airflow_provider_coremodels.openlineage import remember_secrets
+    from airflow_provider_coremodels.integrations.openlineage import remember_secrets
     from airflow_provider_coremodels.redaction import SECRETS
 
     remember_secrets(

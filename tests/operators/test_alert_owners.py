@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from airflow_provider_coremodels.alerts import alert_context, notify_teams
 from airflow_provider_coremodels.capture.crawl import CaptureSummary
 from airflow_provider_coremodels.core import audit, build_document, build_estate
 from airflow_provider_coremodels.core.comparing.changes import FindingChanges
-from airflow_provider_coremodels.export import ExportResult
+from airflow_provider_coremodels.jobs.alerts import alert_context, notify_teams
+from airflow_provider_coremodels.jobs.export import ExportResult
 
 
 def test_a_new_findings_dag_comes_with_its_owners_and_their_links() -> None:

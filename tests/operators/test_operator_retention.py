@@ -39,7 +39,9 @@ def test_a_rule_that_makes_no_sense_fails_the_task_before_anything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any, kwargs: dict[str, Any], message: str
 ) -> None:
     opened: list[Any] = []
-    monkeypatch.setattr("airflow_provider_coremodels.export.open_sinks", lambda *a, **k: opened.append(k))
+    monkeypatch.setattr(
+        "airflow_provider_coremodels.jobs.export.open_sinks", lambda *a, **k: opened.append(k)
+    )
     with pytest.raises(AirflowException, match=message):
         make(tmp_path, **kwargs).execute({})
     assert opened == [] and not (tmp_path / "out").exists()
@@ -54,7 +56,7 @@ def test_the_rule_reaches_the_sinks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         opened.append(kwargs)
         raise UsageError("stop here")
 
-    monkeypatch.setattr("airflow_provider_coremodels.export.open_sinks", open_sinks)
+    monkeypatch.setattr("airflow_provider_coremodels.jobs.export.open_sinks", open_sinks)
     with pytest.raises(AirflowException, match="stop here"):
         make(tmp_path, history_keep=30, history_max_age_days=90).execute({})
     assert [kwargs["retention"] for kwargs in opened] == [Retention(30, 90)]

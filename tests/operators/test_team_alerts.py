@@ -24,8 +24,8 @@ from support.dag_runs import api_connection, run_dag
 from support.helpers import REPO
 from support.listeners import SmtpServer, StatsdListener, running_smtp
 
-from airflow_provider_coremodels.alerts import team_routes
 from airflow_provider_coremodels.errors import UsageError
+from airflow_provider_coremodels.jobs.alerts import team_routes
 
 pytestmark = pytest.mark.airflow_server
 

@@ -34,9 +34,9 @@ from pathlib import Path
 import pytest
 from support import sink_writer
 
-from airflow_provider_coremodels.atomic import write_atomic
 from airflow_provider_coremodels.core import load_document
 from airflow_provider_coremodels.core.snapshots.document import encode
+from airflow_provider_coremodels.io.atomic import write_atomic
 from airflow_provider_coremodels.sinks import FileSink
 from airflow_provider_coremodels.sinks.layout import history_name
 

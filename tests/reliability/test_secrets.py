@@ -46,8 +46,8 @@ from support.secret_shapes import SHAPES, leaks, shape_file
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, capture
 from airflow_provider_coremodels.cli.main import main
-from airflow_provider_coremodels.export import export, open_sink
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
+from airflow_provider_coremodels.jobs.export import export, open_sink
 
 needs_server = pytest.mark.airflow_server
 
@@ -445,7 +445,7 @@ with DAG(dag_id="coremodels_secrets", schedule=None, start_date=datetime(2026, 1
 # budget: the unreachable and 503 rows then fail in seconds, not a minute each. Timing only.
 RUNNER = """
 import json, runpy, sys
-from airflow_provider_coremodels.transport import RetryPolicy
+from airflow_provider_coremodels.io.transport import RetryPolicy
 RetryPolicy.__init__.__defaults__ = (6, 0.05, 0.2, float(sys.argv[2]))
 run = runpy.run_path(sys.argv[1])["dag"].test()
 for ti in run.get_task_instances():
@@ -779,9 +779,9 @@ def test_the_library_logs_and_notifies_no_credential_a_server_quotes(
 ) -> None:
     """The same server through the library, with DEBUG logs: the log records, the result, the
     context a notifier's templates see and the MCP server's answers hold none of the credentials."""
-    from airflow_provider_coremodels.alerts import alert_context
-    from airflow_provider_coremodels.assistant import SnapshotQueries
     from airflow_provider_coremodels.core.snapshots.document import encode
+    from airflow_provider_coremodels.integrations.assistant import SnapshotQueries
+    from airflow_provider_coremodels.jobs.alerts import alert_context
     from airflow_provider_coremodels.sinks.directory import FileSink
 
     caplog.set_level(logging.DEBUG)

@@ -25,10 +25,10 @@ from support.local_http import RESET, Received, Reply, ScriptedServer, json_repl
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.snapshots.document import Document, encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
-from airflow_provider_coremodels.export import open_sink
 from airflow_provider_coremodels.hooks.coremodels import CoreModelsHook
+from airflow_provider_coremodels.io.transport import RetryPolicy
+from airflow_provider_coremodels.jobs.export import open_sink
 from airflow_provider_coremodels.sinks.endpoint import EndpointSink
-from airflow_provider_coremodels.transport import RetryPolicy
 
 TOKEN = "cm-canary-T0ken-7f3a9c2e51b8"  # distinctive, so a leak is found by a plain substring search
 USERINFO_PASSWORD = "us3r-inf0-Pa55-canary"

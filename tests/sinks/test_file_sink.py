@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from support.helpers import document_for
 
-from airflow_provider_coremodels.atomic import TEMPORARY, temporary_name
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
 from airflow_provider_coremodels.core.checks.waivers import Waiver
 from airflow_provider_coremodels.core.snapshots.document import encode, stored_version
 from airflow_provider_coremodels.errors import SinkError, UsageError
-from airflow_provider_coremodels.export import open_sink
+from airflow_provider_coremodels.io.atomic import TEMPORARY, temporary_name
+from airflow_provider_coremodels.io.transport import redact_url
+from airflow_provider_coremodels.jobs.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
-from airflow_provider_coremodels.transport import redact_url
 
 DAGS = [{"dag_id": "a", "description": "A", "owners": ["team"], "is_paused": False}]
 

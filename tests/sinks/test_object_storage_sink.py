@@ -28,7 +28,7 @@ from support.s3_server import BUCKET, SECRETS, S3Store, aws_connection, new_conn
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.snapshots.document import encode, for_storage, stored_version
 from airflow_provider_coremodels.errors import SinkError
-from airflow_provider_coremodels.export import open_sink
+from airflow_provider_coremodels.jobs.export import open_sink
 from airflow_provider_coremodels.sinks import ObjectStorageSink
 from airflow_provider_coremodels.sinks.history import Retention, StoreHistory, list_history
 

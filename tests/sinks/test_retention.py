@@ -17,7 +17,7 @@ import pytest
 from support.helpers import document_for
 
 from airflow_provider_coremodels.core.snapshots.document import encode
-from airflow_provider_coremodels.export import open_sink
+from airflow_provider_coremodels.jobs.export import open_sink
 from airflow_provider_coremodels.sinks import FileSink
 from airflow_provider_coremodels.sinks.history import Retention
 from airflow_provider_coremodels.sinks.layout import history_name, newest_first

@@ -18,7 +18,7 @@ from support.s3_server import BUCKET, SECRETS, S3Store, new_conn_id, running_s3
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.export import open_object_storage
+from airflow_provider_coremodels.jobs.export import open_object_storage
 from airflow_provider_coremodels.ui.source import Problem, Snapshot, read_store, read_trend
 
 

@@ -45,9 +45,9 @@ from airflow_provider_coremodels.errors import (
     SnapshotDocumentError,
     UsageError,
 )
+from airflow_provider_coremodels.io.transport import RetryPolicy, redact_url
 from airflow_provider_coremodels.sinks import FileSink, ObjectStorageSink, Sink, SinkResult
 from airflow_provider_coremodels.sinks.history import Retention
-from airflow_provider_coremodels.transport import RetryPolicy, redact_url
 
 
 @dataclass(frozen=True)
@@ -354,7 +354,7 @@ def open_openlineage_sink(
 ) -> Sink:
     """``openlineage://[?events=run|job&namespace=[DEPLOYMENT=]NAMESPACE]``: the client as configured."""
     try:
-        from airflow_provider_coremodels.openlineage import Options
+        from airflow_provider_coremodels.integrations.openlineage import Options
         from airflow_provider_coremodels.sinks.openlineage import OpenLineageSink
     except ImportError as exc:
         if (exc.name or "").startswith("airflow_provider_coremodels"):

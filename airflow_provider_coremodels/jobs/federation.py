@@ -27,7 +27,8 @@ from airflow_provider_coremodels.core.reading.freshness import format_time, pars
 from airflow_provider_coremodels.core.reading.merge import Part, merge
 from airflow_provider_coremodels.core.snapshots.document import Document
 from airflow_provider_coremodels.errors import SnapshotDocumentError, UsageError
-from airflow_provider_coremodels.export import (
+from airflow_provider_coremodels.io.input_files import read_stored
+from airflow_provider_coremodels.jobs.export import (
     baseline_of,
     failed_sinks,
     open_by_severity,
@@ -36,7 +37,6 @@ from airflow_provider_coremodels.export import (
     raise_for_sinks,
     sinks_said,
 )
-from airflow_provider_coremodels.input_files import read_stored
 from airflow_provider_coremodels.sinks import Sink, SinkResult
 from airflow_provider_coremodels.sinks.layout import HISTORY, LATEST
 

@@ -19,7 +19,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from airflow_provider_coremodels import __version__
-from airflow_provider_coremodels.assistant import (
+from airflow_provider_coremodels.errors import CoreModelsError
+from airflow_provider_coremodels.integrations.assistant import (
     DEFAULT_LIMIT,
     MAX_DEPTH,
     MAX_LIMIT,
@@ -28,7 +29,6 @@ from airflow_provider_coremodels.assistant import (
     served,
     shown_text,
 )
-from airflow_provider_coremodels.errors import CoreModelsError
 
 JSON = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., JSON])

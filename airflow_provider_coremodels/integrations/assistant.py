@@ -197,7 +197,7 @@ def read_source(path: str) -> bytes:
 
     Anything that cannot be read is a ``SnapshotDocumentError`` naming the path (exit 2).
     """
-    from airflow_provider_coremodels.input_files import read_stored
+    from airflow_provider_coremodels.io.input_files import read_stored
 
     return read_stored(path)
 

@@ -34,7 +34,7 @@ from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials
 
 if TYPE_CHECKING:
-    from airflow_provider_coremodels.export import ExportResult
+    from airflow_provider_coremodels.jobs.export import ExportResult
 
 log = logging.getLogger(__name__)
 
