@@ -1,7 +1,7 @@
 """``mcp``: one audited snapshot served to assistants over the Model Context Protocol (stdio).
 
 A thin layer of the official MCP Python SDK (``mcp``, the ``[mcp]`` extra) over the questions in
-``assistant.py``: each tool validates its arguments, asks ``SnapshotQueries`` and returns its
+``assistant/``: each tool validates its arguments, asks ``SnapshotQueries`` and returns its
 JSON answer (as structured content and as text). Every tool is read-only: the snapshot was read
 once at start-up, nothing is written, no deployment is called, and a baseline named by a tool
 call is only read. stdout carries the protocol alone; anything else goes to stderr.

@@ -2,7 +2,7 @@
 or its DAGs as OpenLineage events (``sinks/openlineage.py``: not imported here, it needs the
 ``openlineage`` extra).
 
-Which sink a URI names is decided one floor up, in ``export.open_sinks``: the endpoint sink may
+Which sink a URI names is decided one floor up, in ``jobs.export.open_sinks``: the endpoint sink may
 need a connection, and connections are the Airflow glue's business, not the sinks'.
 """
 

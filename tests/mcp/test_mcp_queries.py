@@ -1,4 +1,4 @@
-"""The questions behind the MCP tools (``assistant.py``), asked directly: no SDK, no subprocess."""
+"""The questions behind the MCP tools (``integrations/assistant/``), asked directly: no SDK, no subprocess."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The ``impact`` command's table and markdown views of an impact answer (``SnapshotQueries.impact``).
 
 The answer is the one the MCP tool ``downstream_impact`` gives (its ``--format json``), computed
-once in ``assistant.py``; this module only lays it out: a head line that says where the walk
+once in ``assistant/lineage.py``; this module only lays it out: a head line that says where the walk
 started, which way it went and what it reached, then one row per affected DAG or asset, the
 nearest first. Every cell from the estate is escaped (``printable`` for a terminal, the markdown
 report's escaping for a comment).
