@@ -34,11 +34,13 @@ from airflow_provider_coremodels.core.conditions import to_text as condition_tex
 from airflow_provider_coremodels.core.conflicts import ASSET_CONFLICT, read_conflicts, refused_twins
 from airflow_provider_coremodels.core.dag_links import no_graph as _no_graph
 from airflow_provider_coremodels.core.dag_links import read_links
+from airflow_provider_coremodels.core.deadlines import deadline_text
 from airflow_provider_coremodels.core.freshness import positive_number, read_freshness
 from airflow_provider_coremodels.core.model import (
     ASSET,
     DAG,
     DAG_LINKS_KEY,
+    DEADLINE_KEY,
     DISPLAY_NAME_KEY,
     DOC_MD_KEY,
     MAX_ACTIVE_RUNS_KEY,
@@ -131,6 +133,7 @@ class _Dag(TypedDict, total=False):
     dag_display_name: Any
     max_active_runs: Any  # read by the team's rules (core/policy.py)
     owner_links: Any  # from /dags/{dag_id}/details, where the capture asks for them
+    deadline_alerts: Any  # from /ui/dags/{dag_id}/deadlineAlerts (Airflow 3.3+, core/deadlines.py)
     is_stale: Any  # a stale DAG (core/broken.py); these two also tell the API generation apart
     is_active: Any
     has_import_errors: Any
@@ -625,6 +628,8 @@ def _dag_dataset(
         metadata[DAG_LINKS_KEY] = links
     if owner_links := owner_links_text(raw.get("owner_links")):
         metadata[OWNER_LINKS_KEY] = owner_links
+    if (deadline := deadline_text(raw.get("deadline_alerts"))) is not None:
+        metadata[DEADLINE_KEY] = deadline
     return Dataset(
         identity=dag_id,
         name=dag_id,
