@@ -543,3 +543,19 @@ def test_rules_on_history_and_compare_is_checked_before_a_sink_is_read(
         ["compare", "/nonexistent/a", "/nonexistent/b"],
     ):
         assert run(capsys, *command, *argv) == (2, "", said)
+
+
+def test_history_team_drift_skips_an_entry_it_cannot_read(capsys: Any, tmp_path: Path) -> None:
+    """A damaged entry between OLD and NEW has no drift of its own, and NEW's drift is since OLD."""
+    from core.test_teams import TEAMS as THREE_TEAMS
+
+    root = tmp_path / "sink"
+    FileSink(root).push(_drift_document(DRIFT_OLD, THREE_TEAMS, "2026-11-20T06:00:00Z"))
+    FileSink(root).push(_drift_document(DRIFT_NEW, THREE_TEAMS, "2026-11-22T06:00:00Z"))
+    (root / "history" / "20261121T060000Z-0123456789abcdef.json").write_text("{not json")
+    code, out, err = run(capsys, "history", "--sink", str(root), "--team", "ingest", "--format", "json")
+    assert (code, err) == (0, "")
+    newest, damaged, oldest = json.loads(out)["entries"]
+    assert damaged["problem"] and damaged["drift"] is None and oldest["drift"] is None
+    assert newest["drift"]["since"] == oldest["name"]
+    assert (newest["drift"]["dagsAdded"], newest["drift"]["dagsChanged"]) == (["ingest_new"], ["raw_loader"])
