@@ -8,7 +8,8 @@ sending it:
 * ``GET /api/v2/version`` (no authentication), ``POST /auth/token`` (201, a bearer token);
 * ``GET /api/v2/dags?limit&offset&order_by`` and ``GET /api/v2/assets?limit&offset&order_by``:
   pages of at most 100 (a larger ``limit`` is capped, as Airflow's ``maximum_page_limit``);
-* ``GET /api/v2/dags/{dag_id}/tasks``, and ``GET /api/v2/dags/{dag_id}/details`` (a DAG
+* ``GET /api/v2/dags/{dag_id}/tasks``, ``GET /ui/dags/{dag_id}/deadlineAlerts`` (none), and
+  ``GET /api/v2/dags/{dag_id}/details`` (a DAG
   scheduled on assets answers with its ``asset_expression``; one without a description is asked
   for its ``doc_md``);
 * ``GET /api/v2/assets/aliases``, ``GET /api/v2/dagWarnings`` and ``GET /api/v2/importErrors``
@@ -28,10 +29,10 @@ each pacing P of ``--pacing`` (adaptive, the default, and fixed: against a serve
 stays flat the adaptive window should reach C within a few rounds), is timed from
 the first request to the returned capture. The ideal is ``requests x latency / C``, with the
 requests counted by the server and checked to be the minimum: version + token + DAG pages +
-one tasks request per DAG + asset pages, plus what the asset model needs: one details request
-per DAG scheduled on assets, one alias page and one page of asset-conflict warnings; and what
-the freshness rules need: the pages of the DAGs whose latest run failed (a handful, not a request
-per DAG).
+one tasks and one deadline-alerts request per DAG + asset pages, plus what the asset model
+needs: one details request per DAG scheduled on assets, one alias page and one page of
+asset-conflict warnings; and what the freshness rules need: the pages of the DAGs whose latest run
+failed (a handful, not a request per DAG).
 
     python benchmarks/bench_capture.py                        # M, concurrency 16 and 1, 20 ms
     python benchmarks/bench_capture.py --size S --concurrency 4,16,32 --latency-ms 10
@@ -244,6 +245,11 @@ class Handler(BaseHTTPRequestHandler):
             if details is None:
                 return "details", 404, b'{"detail":"DAG not found"}'
             return "details", 200, details
+        if path.startswith("/ui/dags/") and path.endswith("/deadlineAlerts"):
+            dag_id = unquote(path[len("/ui/dags/") : -len("/deadlineAlerts")])
+            if dag_id not in server.tasks:
+                return "deadlines", 404, b'{"detail":"DAG not found"}'
+            return "deadlines", 200, b'{"deadline_alerts":[],"total_entries":0}'
         if path.startswith("/api/v2/dags/") and path.endswith("/tasks"):
             dag_id = unquote(path[len("/api/v2/dags/") : -len("/tasks")])
             body = server.tasks.get(dag_id)
@@ -362,10 +368,10 @@ def minimum_requests(n_dags: int, n_assets: int, n_details: int = 0) -> int:
     """version + token + DAG pages + a tasks request per DAG + asset pages; for the asset model a
     details request per DAG scheduled on assets or without a description (its doc_md), one alias
     page, one warnings page, the asset pages once more (refused assets too) and the dependency
-    graph; one page of import errors; and for the freshness rules the pages of the DAGs whose
-    latest run failed."""
+    graph; one page of import errors; for the freshness rules the pages of the DAGs whose latest
+    run failed; and a deadline-alerts request per DAG (Airflow 3.3's UI route, one DAG each)."""
     asset_pages = max(1, math.ceil(n_assets / PAGE_CAP))
-    lists = 2 + math.ceil(n_dags / PAGE_CAP) + n_dags + asset_pages
+    lists = 2 + math.ceil(n_dags / PAGE_CAP) + 2 * n_dags + asset_pages
     return lists + n_details + 2 + asset_pages + 1 + 1 + freshness_pages(n_dags)
 
 
@@ -414,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         dag_pages, asset_pages = math.ceil(n_dags / PAGE_CAP), max(1, math.ceil(n_assets / PAGE_CAP))
         print(f"estate {args.size}: {n_dags:,} DAGs, {n_assets:,} assets; "
               f"latency {args.latency_ms:g} ms per response; minimum requests {minimum:,} "
-              f"(version + token + {dag_pages} DAG pages + {n_dags:,} tasks "
+              f"(version + token + {dag_pages} DAG pages + {n_dags:,} tasks + {n_dags:,} deadline alerts "
               f"+ {asset_pages} asset pages + {n_scheduled:,} asset schedules + {n_undescribed:,} doc_md "
               f"+ 1 alias page + 1 warnings page + {asset_pages} pages of every asset + the dependency "
               f"graph + 1 import errors page + {freshness_pages(n_dags)} pages of failed runs "

@@ -37,6 +37,7 @@ from airflow_provider_coremodels.core.reading.broken import (
     read_import_errors,
 )
 from airflow_provider_coremodels.core.reading.conflicts import ASSET_CONFLICT
+from airflow_provider_coremodels.core.reading.deadlines import DEADLINE_ALERTS, reduce_alert
 from airflow_provider_coremodels.core.reading.parse import (
     decode_dag_ids_page,
     reduce_asset,
@@ -59,6 +60,8 @@ ProgressCallback = Callable[[int, int], None]
 
 #: The dependency graph Airflow's UI draws from the serialized DAGs (Airflow 3.0+), outside /api/v2.
 DEPENDENCIES_PATH = "/ui/dependencies"
+#: A DAG's deadline alerts, served to the UI one DAG at a time (Airflow 3.3+; core/reading/deadlines.py).
+DEADLINE_ALERTS_PATH = "/ui/dags/{dag_id}/deadlineAlerts"
 #: The newest events read per asset reached through an alias: who wrote it lately.
 EVENTS_LIMIT = 100
 #: Before Airflow 3.1 no asset says when it was last updated: the newest events are listed, back
@@ -80,6 +83,7 @@ class CaptureSummary:
     alias_writers: int = 0  # event requests: the assets reached through an alias
     freshness: int = 0  # page requests for the freshness rules: failed latest runs, recent events
     documentation: int = 0  # details requests for DAGs without a description (their doc_md)
+    deadlines: int = 0  # deadline-alert requests: one per DAG, on Airflow 3.3+
     import_errors: int = 0  # files that do not import
     pacing: str = ""  # how the window moved: why a capture took the time it did (``Pacer.describe``)
 
@@ -89,6 +93,7 @@ class CaptureSummary:
             for count, what in (
                 (self.schedules, "asset schedules"),
                 (self.documentation, "doc_md"),
+                (self.deadlines, "deadline alerts"),
                 (self.alias_writers, "alias writers"),
                 (self.freshness, "freshness"),
             )
@@ -236,6 +241,9 @@ class _Crawl:
         self.stale: dict[str, Any] = {}  # dag_id -> a stale DAG: its tasks wait for the import errors
         self.graph: Any = None  # GET /ui/dependencies, cut down (core/reading/references.py)
         self.graph_problem: str | None = None
+        self.reads_deadlines = False  # the line serves deadline alerts (set in run)
+        self.deadlines_asked = 0
+        self.deadlines_lost: dict[str, str] = {}  # dag_id -> why its deadline alerts are unknown
         self.window = max(4, 4 * client.source.concurrency)  # the pages of a list out at once
         # Per-item requests out at once: no more than the pool has threads, so that none waits in
         # the pool's queue, where a page submitted after it would wait behind it whatever place
@@ -249,6 +257,7 @@ class _Crawl:
         captured_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         info = self.client.info or self.client.connect()
         self.v2 = info.api_version == "v2"
+        self.reads_deadlines = self.v2 and _at_least(info.airflow_version, (3, 3))
         # Stale DAGs too: a DAG whose file broke is stale on Airflow 3 (core/reading/broken.py).
         everything = {"exclude_stale": "false"} if self.v2 else {"only_active": "false"}
         dags = _List(
@@ -362,6 +371,9 @@ class _Crawl:
             recent_events = self._recent_events(recent, since)
             if recent_events is not None:
                 datasets["recent_events"] = recent_events
+        deadline_record = self._deadline_record(info.airflow_version, info.api_version)
+        if deadline_record is not None:
+            self.lossiness.append(deadline_record)
         linked = any("owner_links" in found for found in self.details.values())
         if linked and len(self.details_asked) < len(dags.items):  # the deployment uses them
             self.lossiness.append(self._owner_links_record(len(dags.items)))
@@ -380,6 +392,7 @@ class _Crawl:
             seconds=time.monotonic() - started,
             schedules=self.schedules,
             documentation=self.documentation,
+            deadlines=self.deadlines_asked,
             import_errors=len(errors.items),
             pacing=self.client.pacer.describe(),
             alias_writers=self.alias_assets,
@@ -394,6 +407,20 @@ class _Crawl:
             state=state,
             lossiness=self.lossiness,
             summary=summary,
+        )
+
+    def _deadline_record(self, airflow_version: str | None, api_version: str | None) -> Lossiness | None:
+        """Why some or all DAGs' deadline alerts are unknown (core/reading/deadlines.py), or None: all read.
+        Said on every line that cannot show them, since nothing tells whether the estate uses them."""
+        if not self.reads_deadlines:
+            return unseen_deadlines(airflow_version, api_version)
+        if not self.deadlines_lost:
+            return None
+        first = min(self.deadlines_lost)
+        return Lossiness(
+            "dags",
+            f"deadline alerts unknown for {len(self.deadlines_lost)} of {self.deadlines_asked} DAGs "
+            f"(the rules' deadline check does not judge them): {first}: {self.deadlines_lost[first]}",
         )
 
     def _owner_links_record(self, total: int) -> Lossiness:
@@ -507,6 +534,7 @@ class _Crawl:
             "tasks": self._tasks_done,
             "details": self._details_done,
             "graph": self._graph_done,
+            "deadlines": self._deadlines_done,
             "events": self._events_done,
             "page": lambda key, future: self._page_done(key[0], key[1], future),
         }
@@ -677,6 +705,9 @@ class _Crawl:
             # Legal dag_ids that no URL path can name: encoded or not, clients and servers read
             # them as "here" and "up", and /dags/../tasks is another endpoint.
             self._tasks_lost(dag_id, f"a dag_id of {dag_id!r} cannot be named in a URL path; not requested")
+            if self.reads_deadlines:
+                self.deadlines_asked += 1
+                self.deadlines_lost[dag_id] = "a dag_id that cannot be named in a URL path; not requested"
             return
         path = f"/dags/{quote(dag_id, safe='')}"
         self._later("tasks", dag_id, self.client.get_json, f"{path}/tasks")
@@ -765,6 +796,28 @@ class _Crawl:
             return
         self.graph = body if self.keep_raw else reduce_graph(body)
 
+    def _deadlines_done(self, dag_id: str, future: Future[Any]) -> None:
+        """A DAG's deadline alerts, reduced (core/reading/deadlines.py), or why they are unknown: a viewer
+        refused them, the DAG went during the capture, or the answer is not the list."""
+        try:
+            body = future.result()
+        except AuthError as exc:  # a user may read DAGs and not this UI route: unknown, not fatal
+            self.deadlines_lost[dag_id] = f"refused: {exc}"
+            return
+        except CaptureError as exc:
+            self.deadlines_lost[dag_id] = str(exc)
+            return
+        alerts = body.get(DEADLINE_ALERTS) if isinstance(body, dict) else None
+        if not isinstance(alerts, list):
+            self.deadlines_lost[dag_id] = f"the answer has no {DEADLINE_ALERTS!r} list"
+            return
+        total = body.get("total_entries")
+        if isinstance(total, int) and total > len(alerts):
+            self.deadlines_lost[dag_id] = f"{total} alerts, more than the {len(alerts)} one page holds"
+            return
+        kept = alerts if self.keep_raw else [a for a in map(reduce_alert, alerts) if a is not None]
+        self.details.setdefault(dag_id, {})[DEADLINE_ALERTS] = kept
+
     def _events_done(self, uri: str, future: Future[Any]) -> None:
         def events(body: dict[str, Any]) -> Any:
             found = body.get("asset_events")
@@ -796,6 +849,15 @@ class _Crawl:
                 self.tasks[dag_id] = {"tasks": [reduce_task(t) for t in tasks]}
         if self.progress is not None:  # counted, not summed over the records: once per DAG
             self.progress(len(self.tasks) + self.tasks_lost, self.dags_found)
+        if self.reads_deadlines:
+            # Asked once the DAG's tasks are answered, not with them: the backlog then holds one
+            # request per DAG at most, however many DAGs a page brought.
+            self.deadlines_asked += 1
+            self._later("deadlines", dag_id, self._deadline_alerts_of, dag_id)
+
+    def _deadline_alerts_of(self, dag_id: str) -> Any:
+        path = DEADLINE_ALERTS_PATH.format(dag_id=quote(dag_id, safe=""))
+        return self.client.get_json(path, {"limit": PAGE_LIMIT}, under_api=False)
 
     def _tasks_lost(self, dag_id: str, reason: str) -> None:
         self.tasks_lost += 1
@@ -820,13 +882,31 @@ _EPOCH = "1970-01-01T00:00:00Z"
 
 def _tells_last_updates(api_version: str | None, airflow_version: str | None) -> bool:
     """Whether ``GET /assets`` says when each asset was last updated (Airflow 3.1 and later)."""
-    if api_version != "v2":
-        return False
+    return api_version == "v2" and _at_least(airflow_version, (3, 1))
+
+
+def unseen_deadlines(airflow_version: str | None, api_version: str | None = "v2") -> Lossiness | None:
+    """The record of a line that cannot show deadline alerts (before 3.3), None on one that can."""
+    if api_version == "v2" and _at_least(airflow_version, (3, 3)):
+        return None
+    version = airflow_version or "unknown"
+    if api_version != "v2" or not _at_least(airflow_version, (3, 1)):
+        why = f"Airflow {version} has no deadline alerts (DAG(deadline=...) is new in 3.1)"
+    else:
+        why = (
+            f"Airflow {version} shows a DAG's deadline alerts in no endpoint "
+            f"(GET {DEADLINE_ALERTS_PATH} is new in 3.3)"
+        )
+    return Lossiness("dags", f"deadline alerts unknown: {why}; the rules' deadline check is not judged")
+
+
+def _at_least(airflow_version: str | None, wanted: tuple[int, int]) -> bool:
+    """Whether ``airflow_version`` (``3.3.2``, ``3.3.0rc1``) is of the line ``wanted`` or later."""
     numbers = []
     for part in (airflow_version or "").split(".")[:2]:
         digits = "".join(c for c in part if c.isdigit())
         numbers.append(int(digits) if digits else 0)
-    return tuple(numbers) >= (3, 1)
+    return tuple(numbers) >= wanted
 
 
 def _window_start(captured_at: str, api_version: str | None) -> str | None:

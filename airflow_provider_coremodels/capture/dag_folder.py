@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_coremodels.capture.crawl import reduce_import_error
+from airflow_provider_coremodels.capture.crawl import reduce_import_error, unseen_deadlines
 from airflow_provider_coremodels.core import Lossiness
 from airflow_provider_coremodels.core.reading.parse import scheduled_on_assets
 from airflow_provider_coremodels.errors import InputError
@@ -201,6 +201,8 @@ def _records(result: Mapping[str, Any], baseline_paused: bool) -> list[Lossiness
             )
         )
     records.append(Lossiness("dags", NOT_IN_CODE))
+    if (unseen := unseen_deadlines(result.get("airflow_version"))) is not None:
+        records.append(unseen)  # as a capture of a deployment of this line says
     for alias in result.get("aliases") or []:
         records.append(
             Lossiness(

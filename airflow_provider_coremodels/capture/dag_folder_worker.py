@@ -151,7 +151,39 @@ def _dag_entry(dag: Any, data: dict[str, Any], bundle: str, conf: Any) -> dict[s
     entry["asset_expression"] = timetable.asset_condition.as_expression()
     entry["doc_md"] = data.get("dag", {}).get("doc_md")
     entry["owner_links"] = dict(data.get("dag", {}).get("owner_links") or {})
+    alerts = _deadline_alerts(data)
+    if alerts is not None:
+        entry["deadline_alerts"] = alerts
     return entry
+
+
+def _deadline_alerts(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """``GET /ui/dags/{dag_id}/deadlineAlerts``'s alerts (name, reference type, interval in seconds)
+    from the serialized DAG, where this Airflow serves them (3.3+): on 3.1 and 3.2 no endpoint shows
+    them, so a parse that gave them would disagree with every capture of such a deployment."""
+    try:
+        from airflow.api_fastapi.core_api.datamodels.ui.deadline import DeadlineAlertResponse  # noqa: F401
+    except ImportError:
+        return None
+    alerts = []
+    for raw in data.get("dag", {}).get("deadline") or ():
+        alert = raw.get("__var", raw) if isinstance(raw, dict) else None
+        if not isinstance(alert, dict):
+            continue
+        reference = alert.get("reference")
+        interval = alert.get("interval")
+        if isinstance(interval, dict):  # the SDK's serde: {"__classname__": ..., "__data__": seconds}
+            interval = interval.get("__data__")
+        alerts.append(
+            {
+                "name": alert.get("name"),
+                "reference_type": reference.get("reference_type") if isinstance(reference, dict) else None,
+                "interval": float(interval)
+                if isinstance(interval, int | float) and not isinstance(interval, bool)
+                else None,
+            }
+        )
+    return alerts
 
 
 def _tasks(lazy: Any, data: dict[str, Any]) -> list[dict[str, Any]]:

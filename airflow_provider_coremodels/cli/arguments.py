@@ -84,12 +84,25 @@ TEAM_HISTORY = ArgSpec(
     ("--team",),
     {
         "metavar": "NAME",
-        "help": "count one team's open findings only (a team the snapshots were audited with)",
+        "help": "one team's open findings and the drift of its DAGs since the entry before (a team the "
+        "snapshots were audited with, or of --rules)",
     },
 )
 TEAM_COMPARE = ArgSpec(
     ("--team",),
-    {"metavar": "NAME", "help": "compare one team's findings only (a team the snapshots were audited with)"},
+    {
+        "metavar": "NAME",
+        "help": "one team's findings and the drift of its DAGs and their edges only (a team the "
+        "snapshots were audited with, or of --rules)",
+    },
+)
+RULES_TEAMS = ArgSpec(
+    ("--rules",),
+    {
+        "metavar": "FILE",
+        "help": "with --team: the rules file whose teams: decide each DAG's team (default: the teams "
+        "each snapshot was audited with)",
+    },
 )
 SOURCE_ROOT = ArgSpec(
     ("--source-root",),
@@ -723,6 +736,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 },
             ),
             TEAM_HISTORY,
+            RULES_TEAMS,
         ),
     ),
     CommandSpec(
@@ -757,6 +771,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
                 },
             ),
             TEAM_COMPARE,
+            RULES_TEAMS,
         ),
     ),
     CommandSpec(

@@ -362,16 +362,18 @@ def history(args: argparse.Namespace) -> int:
     """``history``: a sink's stored snapshots, newest first, as a table or JSON."""
     from airflow_provider_coremodels.sinks.history import list_history, render_listing
 
+    rules = drift_teams(args)
     reader = history_reader(args.sink, args.sink_conn_id)
     with _reading(reader):
         listing = list_history(reader, limit=args.limit)
-    if getattr(args, "team", None):
-        from airflow_provider_coremodels.sinks.history import team_listing
+        if getattr(args, "team", None):
+            from airflow_provider_coremodels.sinks.history import team_drift, team_listing
 
-        try:
-            listing = team_listing(listing, args.team)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+            try:
+                listing = team_listing(listing, args.team, known=rules.names if rules else None)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            listing = team_drift(reader, listing, args.team, rules)
     emit(render_json(listing.as_dict()) if args.format == "json" else render_listing(listing))
     return EXIT_OK
 
@@ -388,8 +390,9 @@ def compare(args: argparse.Namespace) -> int:
         render_comparison_table,
     )
 
+    rules = drift_teams(args)
     old, new = stored_side(args.old, args.sink_conn_id), stored_side(args.new, args.sink_conn_id)
-    if getattr(args, "team", None):
+    if getattr(args, "team", None) and rules is None:
         from airflow_provider_coremodels.core.checks.teams import checked_team
 
         known = [*(old.teams or ()), *(t for t in new.teams or () if t not in (old.teams or ()))]
@@ -397,8 +400,7 @@ def compare(args: argparse.Namespace) -> int:
             checked_team(args.team, known or None, "neither snapshot")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        old, new = old.of_team(args.team), new.of_team(args.team)
-    comparison = run_compare(old, new)
+    comparison = run_compare(old, new, team=getattr(args, "team", None) or None, teams=rules)
     if args.format == "json":
         emit(render_json(comparison_json(comparison)))
     elif args.format == "markdown":
@@ -754,6 +756,19 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
 
         return render_markdown(document).rstrip("\n")
     return render_table(document)
+
+
+def drift_teams(args: argparse.Namespace) -> Any:
+    """``--rules`` on ``history`` and ``compare``: the teams that decide whose DAGs changed under
+    ``--team`` (None: the teams each snapshot was audited with). Exit 2, before any sink is read,
+    for a malformed file, one without teams, ``--rules`` without ``--team``, or a team it lacks."""
+    if not getattr(args, "rules", None):
+        return None
+    if not getattr(args, "team", None):
+        raise UsageError(f"--rules {args.rules}: it decides the teams of --team NAME; give --team too")
+    policy = read_rules(args.rules)
+    team_first(args, policy)
+    return policy.teams
 
 
 def team_first(args: argparse.Namespace, policy: Any) -> None:

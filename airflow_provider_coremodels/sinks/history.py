@@ -34,7 +34,7 @@ from typing import Any
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.core.estate.text import printable
-from airflow_provider_coremodels.core.snapshots.history import EntrySummary, summarize
+from airflow_provider_coremodels.core.snapshots.history import EntryDrift, EntrySummary, summarize
 from airflow_provider_coremodels.errors import SinkError, SnapshotDocumentError, UsageError
 from airflow_provider_coremodels.io.input_files import Unreadable, read_limited
 from airflow_provider_coremodels.sinks.layout import (
@@ -243,6 +243,8 @@ class Entry:
     summary: EntrySummary | None
     problem: str | None = None
     latest: bool = False
+    #: With ``history --team``: the team's drift since the older entry (None: none to compare).
+    drift: EntryDrift | None = None
 
     @property
     def _match(self) -> re.Match[str]:
@@ -311,39 +313,83 @@ class Listing:
     latest: EntrySummary | None
     latest_problem: str | None
     twin: str | None
+    #: With ``history --team``: the team whose view it is (its findings and its DAGs' drift).
+    team: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         latest = None
         if self.latest is not None:
             latest = {**self.latest.as_dict(), "twin": self.twin}
+        entries = [entry.as_dict() for entry in self.entries]
+        if self.team is not None:
+            for entry, said in zip(self.entries, entries, strict=True):
+                said["drift"] = entry.drift.as_dict() if entry.drift is not None else None
         return {
+            **({"team": self.team} if self.team is not None else {}),
             "sink": self.location,
             "total": self.total,
             "shown": len(self.entries),
             "latest": latest,
             "latestProblem": self.latest_problem,
-            "entries": [entry.as_dict() for entry in self.entries],
+            "entries": entries,
         }
 
 
-def team_listing(listing: Listing, team: str) -> Listing:
+def team_listing(listing: Listing, team: str, known: Sequence[str] | None = None) -> Listing:
     """The listing as one team sees it (``history --team``): each entry's open findings those of
-    ``team``; a ``ValueError`` when no entry listed was audited with that team."""
+    ``team``; a ``ValueError`` when no entry listed was audited with that team (or, ``known``, the
+    teams of the rules file given, when it names none of them)."""
     from airflow_provider_coremodels.core.checks.teams import checked_team
 
-    summaries = [e.summary for e in listing.entries if e.summary is not None]
-    if listing.latest is not None:
-        summaries.append(listing.latest)
-    known: list[str] = []
-    for summary in summaries:
-        known.extend(t for t in summary.teams or () if t not in known)
-    checked_team(team, known or None, "no snapshot listed")
+    if known is None:
+        summaries = [e.summary for e in listing.entries if e.summary is not None]
+        if listing.latest is not None:
+            summaries.append(listing.latest)
+        found: list[str] = []
+        for summary in summaries:
+            found.extend(t for t in summary.teams or () if t not in found)
+        checked_team(team, found or None, "no snapshot listed")
+    else:
+        checked_team(team, known, "the rules file")
     entries = tuple(
         dataclasses.replace(e, summary=e.summary.of_team(team)) if e.summary is not None else e
         for e in listing.entries
     )
     latest = listing.latest.of_team(team) if listing.latest is not None else None
-    return dataclasses.replace(listing, entries=entries, latest=latest)
+    return dataclasses.replace(listing, entries=entries, latest=latest, team=team)
+
+
+def team_drift(reader: HistoryReader, listing: Listing, team: str, teams: Any = None) -> Listing:
+    """Each listed entry with ``team``'s drift since the next older entry that holds an estate
+    (``compare --team`` between the two: its DAGs added, removed and changed, the edges touching
+    them), each DAG's team as ``teams`` (the rules file given) says, else as each entry recorded.
+    An entry without an estate (damaged, over the cap), or with no older one, has none. Reads the
+    listed entries and one older, each once, two at a time."""
+    from airflow_provider_coremodels.core.comparing.compare import Side, compare, read_side
+
+    shown = {entry.name for entry in listing.entries}
+    if not shown:
+        return listing
+    names = newest_first([name for name in reader.names() if HISTORY_ENTRY.match(name)])
+    last_shown = max(i for i, name in enumerate(names) if name in shown)
+    drift: dict[str, EntryDrift] = {}
+    waiting: tuple[str, Side] | None = None
+    for index, name in enumerate(names):
+        if index > last_shown and waiting is None:
+            break
+        try:
+            side = read_side(name, reader.where(name), reader.read(name))
+        except (Unreadable, SnapshotDocumentError, OSError):
+            continue
+        if side.estate is None:
+            continue
+        if waiting is not None:
+            change = compare(side, waiting[1], team=team, teams=teams).change
+            if change is not None:
+                drift[waiting[0]] = EntryDrift(name, change)
+        waiting = (name, side) if name in shown else None
+    entries = tuple(dataclasses.replace(e, drift=drift.get(e.name)) for e in listing.entries)
+    return dataclasses.replace(listing, entries=entries, team=team)
 
 
 #: The latest document's version when the caller has it already (the page has read latest.json).
@@ -620,6 +666,13 @@ def render_listing(listing: Listing) -> str:
         printable(f"history of {listing.location}: {count}" + (", newest first" if listing.total else ""))
     ]
     lines.append(printable(_latest_line(listing)))
+    if listing.team is not None:
+        lines.append(
+            printable(
+                f"team {listing.team}: its open findings, and the drift of its DAGs since the entry "
+                "before (the fingerprints are the whole estate's)"
+            )
+        )
     if not listing.entries:
         return "\n".join(lines)
     severities = list(SEVERITIES)
@@ -627,17 +680,26 @@ def render_listing(listing: Listing) -> str:
         for severity, _ in entry.summary.open if entry.summary else ():
             if severity not in severities:
                 severities.append(severity)
-    header = ["CAPTURED AT", "FINGERPRINT", *(s.upper() for s in severities), "WAIVED", "NOTES"]
+    drift = ["TEAM DRIFT"] if listing.team is not None else []
+    header = ["CAPTURED AT", "FINGERPRINT", *(s.upper() for s in severities), "WAIVED", *drift, "NOTES"]
     rows = [header]
     for entry in listing.entries:
         summary = entry.summary
         counts = [str(summary.open_of(s)) if summary else "-" for s in severities]
         waived = str(summary.waived) if summary else "-"
+        drifted = [printable(entry.drift.line()) if entry.drift else "-"] if drift else []
         rows.append(
-            [printable(entry.captured_at), entry.fingerprint, *counts, waived, printable(_notes(entry))]
+            [
+                printable(entry.captured_at),
+                entry.fingerprint,
+                *counts,
+                waived,
+                *drifted,
+                printable(_notes(entry)),
+            ]
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
-    numeric = range(2, len(header) - 1)
+    numeric = range(2, 2 + len(severities) + 1)
     lines.append("")
     for row in rows:
         cells = [

@@ -180,3 +180,22 @@ def test_airflowignore_in_regexp_syntax_is_read_as_airflow_reads_it(tmp_path, mo
     artifacts = parse_dag_folder(tmp_path, timeout=20)
     assert [d["dag_id"] for d in artifacts.dags["dags"]] == ["kept"]
     assert (artifacts.files, artifacts.dags["import_errors"]) == (1, [])
+
+
+@pytest.mark.parametrize(
+    ("airflow_version", "said"),
+    [
+        ("3.0.6", "Airflow 3.0.6 has no deadline alerts"),
+        ("3.2.2", "Airflow 3.2.2 shows a DAG's deadline alerts in no endpoint"),
+        ("3.3.2", None),
+    ],
+)
+def test_a_parse_says_what_a_capture_of_its_line_says_of_deadline_alerts(airflow_version, said) -> None:
+    """Run with an Airflow before 3.3 the parse gives no deadline alerts (a capture of such a
+    deployment cannot read them, and the two doors must agree), and the same record says so."""
+    from airflow_provider_coremodels.capture.dag_folder import _records
+
+    records = [
+        r.message for r in _records({"airflow_version": airflow_version}, False) if "deadline" in r.message
+    ]
+    assert [m.split(" (")[0] for m in records] == ([f"deadline alerts unknown: {said}"] if said else [])

@@ -22,6 +22,7 @@ from support.helpers import REPO
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.capture.dag_folder import FolderArtifacts, parse_dag_folder
 from airflow_provider_coremodels.core import audit, build_estate
+from airflow_provider_coremodels.core.estate.model import DEADLINE_KEY
 from airflow_provider_coremodels.core.snapshots.document import build_document, governed_fingerprint
 
 pytestmark = pytest.mark.airflow_server
@@ -133,3 +134,43 @@ def test_a_broken_file_is_the_import_error_the_server_reports(served_broken) -> 
     assert folder_errors == live_errors
     assert _findings(folder["document"]) == _findings(live["document"])
     assert live["document"]["fingerprint"] == folder["document"]["fingerprint"]
+
+
+@pytest.fixture(scope="module")
+def served_links(tmp_path_factory):
+    served = tmp_path_factory.mktemp("served-links") / "dags"
+    shutil.copytree(
+        REPO / "tests" / "fixtures" / "link_dags", served, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    with AirflowApiServer(served) as server:
+        yield served, server
+
+
+def test_deadline_alerts_parse_as_the_server_serves_them(served_links) -> None:
+    """The deadline alert of ``revalue_ledger`` (and the none of every other DAG) comes out of the
+    parsed DAG as the capture reads it from ``GET /ui/dags/{dag_id}/deadlineAlerts``: the same
+    ``airflow.deadline`` on each DAG. Every DAG is the same through both doors but ``fanout``, whose
+    trigger of a DAG that does not exist the code shows and Airflow 3.3's graph leaves out (its
+    ``airflow.dagLinks``; a difference of the links, not of the deadlines)."""
+    served, server = served_links
+    live, folder, _ = _compare(served, server)
+    dags = {
+        door: {d.identity: d for d in side["estate"].dags()}
+        for door, side in (("live", live), ("folder", folder))
+    }
+    deadline = {
+        door: {i: d.metadata.get(DEADLINE_KEY) for i, d in found.items()} for door, found in dags.items()
+    }
+    assert deadline["folder"] == deadline["live"]
+    assert deadline["live"]["revalue_ledger"] == (
+        '[{"interval":7200,"name":"late-close","reference":"DagRunQueuedAtDeadline"}]'
+    )
+    assert set(deadline["live"].values()) == {deadline["live"]["revalue_ledger"], "[]"}
+    fanout = {door: dict(found.pop("fanout").metadata) for door, found in dags.items()}
+    assert dags["folder"] == dags["live"]
+    assert (
+        fanout["folder"].pop("airflow.dagLinks")
+        == '[{"dag":"no_such_dag","task":"kick_missing","via":"trigger"}]'
+    )
+    assert fanout["folder"] == fanout["live"]
+    assert not [r for r in folder["document"]["lossiness"] if "deadline" in r["message"]]

@@ -2,8 +2,9 @@
 
 The server serves tests/fixtures/link_dags: a static trigger, a deferrable sensor, a trigger of a
 templated target, a trigger of a DAG that does not exist, an active DAG waiting on a paused one,
-and two DAGs with owner links (one whose details the capture reads, one whose it does not). What
-each must give is written here by hand from that code.
+two DAGs with owner links (one whose details the capture reads, one whose it does not), and one DAG
+with a deadline alert (revalue_ledger) among eight without. What each must give is written here by
+hand from that code.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from support.helpers import FIXTURES
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import audit, build_document
-from airflow_provider_coremodels.core.estate.model import DAG_LINKS_KEY, OWNER_LINKS_KEY
+from airflow_provider_coremodels.core.checks.policy import rules_from_value
+from airflow_provider_coremodels.core.estate.model import DAG_LINKS_KEY, DEADLINE_KEY, OWNER_LINKS_KEY
 from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_mermaid
 from airflow_provider_coremodels.core.views.render import summary_line
 
@@ -85,3 +87,35 @@ def test_owner_links_are_carried_where_the_details_were_read(captured) -> None:
         "scheduled on assets or without a description); the others' are unknown"
     ]
     assert result.summary.documentation == 1  # the one details request, asked for its doc_md anyway
+
+
+def test_deadline_alerts_are_read_one_request_per_dag(captured) -> None:
+    """Airflow 3.3 serves a DAG's deadline alerts only to its UI, one DAG per request: the one DAG
+    with an alert carries it (no id or creation time, which change at each re-serialization), every
+    other DAG carries ``[]`` (read: none), and nothing says they are unknown."""
+    result, estate, document = captured
+    dags = {d.identity: d for d in estate.dags()}
+    assert json.loads(dags["revalue_ledger"].metadata[DEADLINE_KEY]) == [
+        {"interval": 7200, "name": "late-close", "reference": "DagRunQueuedAtDeadline"}
+    ]
+    assert {dag_id: d.metadata[DEADLINE_KEY] for dag_id, d in dags.items() if dag_id != "revalue_ledger"} == {
+        dag_id: "[]" for dag_id in dags if dag_id != "revalue_ledger"
+    }
+    assert result.summary.deadlines == len(dags) == 9
+    assert "9 for deadline alerts" in result.summary.line()
+    assert not [r for r in document["lossiness"] if "deadline" in r["message"]]
+
+
+def test_the_deadline_rule_judges_every_dag(captured) -> None:
+    _, estate, _ = captured
+    policy = rules_from_value([{"code": "policy-deadline", "require": {"deadline": True}}])
+    document = build_document(estate, audit(estate, policy=policy))
+    failing = {f["subject"]: f["detail"] for f in document["findings"] if f["code"] == "policy-deadline"}
+    assert sorted(failing) == sorted(d.identity for d in estate.dags() if d.identity != "revalue_ledger")
+    assert set(failing.values()) == {"deadline alerts: none"}
+    assert document["policy"]["notChecked"] == {}
+    none = rules_from_value([{"code": "policy-no-deadline", "require": {"deadline": False}}])
+    document = build_document(estate, audit(estate, policy=none))
+    assert [
+        (f["subject"], f["detail"]) for f in document["findings"] if f["code"] == "policy-no-deadline"
+    ] == [("revalue_ledger", "deadline alerts: late-close: 2h after DagRunQueuedAtDeadline")]

@@ -95,7 +95,8 @@ def test_request_count_is_the_minimum_plus_the_asset_model(assets_server) -> Non
     request per DAG scheduled on assets or without a description, one alias page, one warnings
     page, one import errors page, one page of every asset (refused ones too), the dependency graph,
     and one events page per asset reached through an alias; for the freshness rules, one page of
-    the DAGs whose latest run failed. Counted on the wire."""
+    the DAGs whose latest run failed; and one deadline-alerts request per DAG (Airflow 3.3's UI
+    route takes one DAG). Counted on the wire."""
     with CountingProxy(assets_server.base_url) as proxy:
         with AirflowApiClient(source(assets_server, proxy.base_url)) as client:
             captured = capture(client)
@@ -124,10 +125,17 @@ def test_request_count_is_the_minimum_plus_the_asset_model(assets_server) -> Non
     aliases, warnings, alias_events, failed_runs = 1, 1, 1, 1
     import_errors, every_asset, graph = 1, 1, 1
     model = aliases + warnings + alias_events + failed_runs + import_errors + every_asset + graph
-    assert captured.summary.requests == len(proxy.requests) == minimum + len(details) + model
+    deadlines = sorted(path.split("/")[3] for path in requests if "/deadlineAlerts" in path)
+    assert deadlines == sorted(captured.tasks)
+    total = minimum + len(details) + model + len(deadlines)
+    assert captured.summary.requests == len(proxy.requests) == total
     summary = captured.summary
     assert (summary.schedules, summary.alias_writers, summary.freshness) == (10, 1, 1)
-    assert "(10 for asset schedules, 1 for alias writers, 1 for freshness)" in captured.summary.line()
+    assert summary.deadlines == len(captured.tasks)
+    assert (
+        f"(10 for asset schedules, {len(deadlines)} for deadline alerts, 1 for alias writers, "
+        "1 for freshness)" in captured.summary.line()
+    )
 
 
 def test_an_offline_audit_of_the_captured_files_gives_the_exports_answer(

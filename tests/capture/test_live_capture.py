@@ -28,7 +28,9 @@ def fixture_document() -> dict:
     """The audit of the recorded fixtures, with fileloc moved to this checkout.
 
     The fixtures were recorded in a checkout at /work/main; a DAG's fileloc is an absolute
-    path, so a checkout elsewhere (CI) sees the same estate under another root.
+    path, so a checkout elsewhere (CI) sees the same estate under another root. They were recorded
+    before the capture read Airflow 3.3's deadline alerts: each DAG gets the ``[]`` a capture now
+    reads for it (the estate declares no deadline alert).
     """
     recorded_root = json.loads(artifact_paths("airflow3")["dags"].read_bytes())["dags"][0]["fileloc"]
     recorded_root = recorded_root[: recorded_root.index("/example_dags/")]
@@ -38,7 +40,10 @@ def fixture_document() -> dict:
         )
         for name, path in artifact_paths("airflow3").items()
     }
-    estate = parse_artifacts(data["dags"], data["tasks"], data["datasets"])
+    dags = json.loads(data["dags"])
+    for dag in dags["dags"]:
+        dag.setdefault("deadline_alerts", [])
+    estate = parse_artifacts(json.dumps(dags).encode(), data["tasks"], data["datasets"])
     return build_document(estate, audit(estate))
 
 
@@ -79,8 +84,8 @@ def test_capture_then_offline_audit_matches_the_recorded_fixtures(airflow_server
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["dags.json", "datasets.json", "tasks.json"]
     assert result.stdout.startswith(
-        "captured 6 DAGs, 11 tasks, 4 assets: 19 requests (2 for asset schedules, 1 for doc_md, "
-        "1 for freshness), 0 retries, "
+        "captured 6 DAGs, 11 tasks, 4 assets: 25 requests (2 for asset schedules, 1 for doc_md, "
+        "6 for deadline alerts, 1 for freshness), 0 retries, "
     )
     assert airflow_server.password not in result.stdout + result.stderr
 
@@ -174,6 +179,7 @@ def test_reduced_capture_gives_the_same_snapshot_as_raw(airflow_server) -> None:
         "relative_fileloc",
         "asset_expression",
         "doc_md",  # from the details of a DAG without a description
+        "deadline_alerts",  # from /ui/dags/{dag_id}/deadlineAlerts (Airflow 3.3), reduced
         "dag_display_name",
         "max_active_runs",  # read by the team's rules (core/checks/policy.py)
         "is_stale",  # a stale DAG is broken or gone (core/reading/broken.py)
@@ -189,7 +195,8 @@ def test_request_count_is_the_minimum(airflow_server) -> None:
     1 page of every asset (refused ones too) and the dependency graph (no asset here is reached
     through an alias: no event request); 1 page of import errors and the details of the 1 DAG
     without a description (its doc_md); for the freshness rules 1 page of the DAGs whose latest run
-    failed (Airflow 3.3 says each asset's last update in the asset list itself). Counted on the wire."""
+    failed (Airflow 3.3 says each asset's last update in the asset list itself); and 1 deadline-alerts
+    request per DAG (Airflow 3.3's UI route takes one DAG). Counted on the wire."""
     with CountingProxy(airflow_server.base_url) as proxy:
         source = ApiSource(proxy.base_url, username=airflow_server.username, password=airflow_server.password)
         with AirflowApiClient(source) as client:
@@ -211,8 +218,9 @@ def test_request_count_is_the_minimum(airflow_server) -> None:
                 ("GET", "/api/v2/dags/legacy_cleanup/details"),
             ]
             + [("GET", f"/api/v2/dags/{dag_id}/tasks") for dag_id in sorted(result.tasks)]
+            + [("GET", f"/ui/dags/{dag_id}/deadlineAlerts?limit=100") for dag_id in sorted(result.tasks)]
         )
-    assert (result.summary.requests, result.summary.freshness) == (19, 1)
+    assert (result.summary.requests, result.summary.freshness, result.summary.deadlines) == (25, 1, 6)
     assert (result.summary.schedules, result.summary.alias_writers, result.summary.documentation) == (2, 0, 1)
     assert result.summary.retries == 0
 
@@ -346,8 +354,9 @@ def test_server_capping_pages_still_yields_every_dag_and_asset(capped_server) ->
     assert asset_pages == [f"/api/v2/assets?limit=100&offset={o}&order_by=id" for o in (0, 2)]
     assert all("limit=0" not in path for _, path in proxy.requests)
     # version, token, 3 DAG pages, 6 tasks, 2 asset pages, 2 pages of every asset, 3 details, 1 alias
-    # page, 1 warnings page, 1 import errors page, the dependency graph, 1 page of failed latest runs
-    assert result.summary.requests == 2 + 3 + 6 + 2 + 2 + 3 + 1 + 1 + 1 + 1 + 1
+    # page, 1 warnings page, 1 import errors page, the dependency graph, 1 page of failed latest runs,
+    # 6 deadline-alerts requests
+    assert result.summary.requests == 2 + 3 + 6 + 2 + 2 + 3 + 1 + 1 + 1 + 1 + 1 + 6
     estate = result.estate()
     assert build_document(estate, audit(estate))["fingerprint"] == fixture_document()["fingerprint"]
 

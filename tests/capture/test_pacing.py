@@ -292,6 +292,9 @@ def estate_replies() -> dict[str, Reply]:
         replies[f"/api/v2/dags/{dag['dag_id']}/tasks"] = json_reply(
             {"tasks": [{"task_id": "t", "operator_name": "EmptyOperator"}], "total_entries": 1}
         )
+        replies[f"/ui/dags/{dag['dag_id']}/deadlineAlerts"] = json_reply(
+            {"deadline_alerts": [], "total_entries": 0}
+        )
     return replies
 
 

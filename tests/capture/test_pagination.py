@@ -136,3 +136,27 @@ def test_a_user_who_may_not_read_warnings_or_aliases_still_captures(server: Scri
         ("datasets", "asset aliases could not be listed"),
     ]
     assert all("HTTP 403" in r.message and PASSWORD not in r.message for r in result.lossiness)
+
+
+def test_a_user_refused_the_deadline_alerts_still_captures_and_the_rule_judges_no_dag(
+    server: ScriptedServer,
+) -> None:
+    """Airflow 3.3's deadline alerts come from a UI route a role may not grant: a 403 on it leaves
+    that DAG's alerts unknown (one record), the others are read, and ``deadline: true`` fails only
+    the DAG known to have none."""
+    from airflow_provider_coremodels.core import audit, build_document
+    from airflow_provider_coremodels.core.checks.policy import rules_from_value
+
+    server.script("/api/v2/dags", page(["a", "b"], 2))
+    server.set_default("/ui/dags/a/deadlineAlerts", json_reply({"detail": "Forbidden"}, status=403))
+    result = run(server, ["a", "b"])
+    assert [r.message.split(": access denied")[0] for r in result.lossiness] == [
+        "deadline alerts unknown for 1 of 2 DAGs (the rules' deadline check does not judge them): a: refused"
+    ]
+    assert "HTTP 403" in result.lossiness[0].message and PASSWORD not in result.lossiness[0].message
+    estate = result.estate()
+    assert {d.identity: d.metadata.get("airflow.deadline") for d in estate.dags()} == {"a": None, "b": "[]"}
+    rules = rules_from_value([{"code": "policy-deadline", "require": {"deadline": True}}])
+    document = build_document(estate, audit(estate, policy=rules))
+    assert [f["subject"] for f in document["findings"] if f["code"] == "policy-deadline"] == ["b"]
+    assert document["policy"]["notChecked"] == {"deadline alerts unknown": 1}

@@ -322,3 +322,240 @@ def test_export_and_merge_check_team_before_anything_is_captured_or_read(
     ):
         code, out, err = run(capsys, *argv)
         assert (code, out, err) == (2, "", says)
+
+
+# -- each team's drift on history and compare ------------------------------------------------
+
+#: Two snapshots of a three-team estate (tests/core/test_teams.py's teams: team_a by owner, ingest
+#: by owner alice or bundle ingest-bundle, finance by tag). From OLD to NEW: team_a changes a_dag,
+#: adds a_new (producing s3://a_out) and removes a_gone (a consumer of s3://raw); ingest adds
+#: ingest_new (by its bundle) and changes raw_loader; finance's report stops consuming s3://raw and
+#: consumes s3://a_out instead (so team_a's a_new harms it downstream); the DAGs owned by
+#: team_a_legacy, no team's (never a substring match of team_a), add legacy_new and lose legacy_gone.
+DRIFT_OLD = (
+    [
+        ("a_dag", ["team_a"], {}),
+        ("a_gone", ["team_a"], {}),
+        ("legacy_dag", ["team_a_legacy"], {}),
+        ("legacy_gone", ["team_a_legacy"], {}),
+        ("raw_loader", ["bob"], {"bundle": "ingest-bundle"}),
+        ("report", ["carol"], {"tags": ("finance",)}),
+    ],
+    [("s3://raw", ["raw_loader"], ["report", "a_gone"])],
+)
+DRIFT_NEW = (
+    [
+        ("a_dag", ["team_a"], {"description": "does other work"}),
+        ("a_new", ["team_a"], {}),
+        ("legacy_dag", ["team_a_legacy"], {}),
+        ("legacy_new", ["team_a_legacy"], {}),
+        ("raw_loader", ["bob"], {"bundle": "ingest-bundle", "description": "loads more"}),
+        ("ingest_new", ["dave"], {"bundle": "ingest-bundle"}),
+        ("report", ["carol"], {"tags": ("finance",)}),
+    ],
+    [("s3://raw", ["raw_loader"], []), ("s3://a_out", ["a_new"], ["report"])],
+)
+
+#: Each team's drift from OLD to NEW, by hand: DAGs (and assets) added and removed, DAGs changed,
+#: the edges added and removed (as ``dependsOn -> dependent``), the DAGs affected downstream.
+DRIFT = {
+    "team_a": {
+        "added": [("asset", "s3://a_out"), ("dag", "a_new")],
+        "removed": [("dag", "a_gone")],
+        "changed": ["a_dag"],
+        "edges_added": ["a_new -> s3://a_out"],
+        "edges_removed": ["s3://raw -> a_gone"],
+        "affected": [],
+    },
+    "ingest": {
+        "added": [("dag", "ingest_new")],
+        "removed": [],
+        "changed": ["raw_loader"],
+        "edges_added": [],
+        "edges_removed": [],
+        "affected": [],
+    },
+    "finance": {
+        "added": [("asset", "s3://a_out")],
+        "removed": [],
+        "changed": [],
+        "edges_added": ["s3://a_out -> report"],
+        "edges_removed": ["s3://raw -> report"],
+        "affected": ["report"],
+    },
+    "unowned": {
+        "added": [("dag", "legacy_new")],
+        "removed": [("dag", "legacy_gone")],
+        "changed": [],
+        "edges_added": [],
+        "edges_removed": [],
+        "affected": [],
+    },
+}
+
+
+def _drift_document(side: Any, rules_text: str, captured: str) -> dict[str, Any]:
+    from core.test_teams import asset as served_asset
+    from core.test_teams import dag as served_dag
+    from core.test_teams import estate_of
+
+    from airflow_provider_coremodels.core import audit, build_document
+    from airflow_provider_coremodels.core.checks.policy import parse_rules
+
+    dags, assets = side
+    estate = estate_of(
+        [served_dag(dag_id, owners, **extra) for dag_id, owners, extra in dags],
+        [served_asset(uri, producers, consumers) for uri, producers, consumers in assets],
+    )
+    doc = build_document(estate, audit(estate, policy=parse_rules(rules_text)))
+    doc = json.loads(json.dumps(doc))
+    doc["state"]["capturedAt"] = captured
+    return doc
+
+
+@pytest.fixture(params=["recorded", "rules"])
+def drift_sink(request: Any, tmp_path: Path) -> tuple[Path, list[str]]:
+    """A sink holding OLD then NEW. ``recorded``: both audited with the teams, so history and
+    compare take them from the snapshots; ``rules``: audited without teams, so --rules gives them."""
+    from core.test_teams import TEAMS as THREE_TEAMS
+
+    rules = tmp_path / "teams.yaml"
+    rules.write_text(THREE_TEAMS)
+    audited_with = THREE_TEAMS if request.param == "recorded" else "rules: []\n"
+    root = tmp_path / "sink"
+    FileSink(root).push(_drift_document(DRIFT_OLD, audited_with, "2026-11-20T06:00:00Z"))
+    FileSink(root).push(_drift_document(DRIFT_NEW, audited_with, "2026-11-21T06:00:00Z"))
+    return root, ([] if request.param == "recorded" else ["--rules", str(rules)])
+
+
+def _edge(e: dict[str, Any]) -> str:
+    return f"{e['dependsOn']} -> {e['dependent']}"
+
+
+@pytest.mark.parametrize("team", sorted(DRIFT))
+def test_compare_team_shows_exactly_that_teams_dag_and_edge_changes(
+    capsys: Any, drift_sink: tuple[Path, list[str]], team: str
+) -> None:
+    root, extra = drift_sink
+    code, out, err = run(
+        capsys, "compare", f"{root}@~1", f"{root}@latest", "--team", team, "--format", "json", *extra
+    )
+    assert (code, err) == (0, "")
+    c = json.loads(out)
+    want = DRIFT[team]
+    assert c["team"] == team
+    assert [(d["materialization"], d["identity"]) for d in c["datasets"]["added"]] == want["added"]
+    assert [(d["materialization"], d["identity"]) for d in c["datasets"]["removed"]] == want["removed"]
+    assert [_edge(e) for e in c["lineage"]["added"]] == want["edges_added"]
+    assert [_edge(e) for e in c["lineage"]["removed"]] == want["edges_removed"]
+    dags = lambda kind: [i for m, i in want[kind] if m == "dag"]  # noqa: E731
+    change = c["change"]
+    assert (change["dagsAdded"], change["dagsRemoved"]) == (dags("added"), dags("removed"))
+    assert change["dagsChanged"] == want["changed"]
+    assert [_edge(e) for e in change["lineageAdded"]] == want["edges_added"]
+    assert [_edge(e) for e in change["lineageRemoved"]] == want["edges_removed"]
+    assert [a["dag"] for a in change["affected"]] == want["affected"]
+    tasks = sorted(f["dataset"] for f in c["fields"]["added"] + c["fields"]["removed"])
+    assert tasks == sorted(dags("added") + dags("removed"))  # a DAG that came or went brings its task
+
+
+def test_the_teams_views_of_compare_together_are_the_whole(
+    capsys: Any, drift_sink: tuple[Path, list[str]]
+) -> None:
+    """The whole comparison (no --team, no team key) holds exactly the changes the views share out."""
+    root, _ = drift_sink
+    code, out, _ = run(capsys, "compare", f"{root}@~1", f"{root}@latest", "--format", "json")
+    whole = json.loads(out)
+    assert code == 0 and "team" not in whole
+    added = sorted({pair for want in DRIFT.values() for pair in want["added"]})
+    assert sorted((d["materialization"], d["identity"]) for d in whole["datasets"]["added"]) == added
+    assert sorted(whole["change"]["dagsChanged"]) == ["a_dag", "raw_loader"]
+    edges = sorted({e for want in DRIFT.values() for e in want["edges_added"] + want["edges_removed"]})
+    assert sorted(_edge(e) for e in whole["lineage"]["added"] + whole["lineage"]["removed"]) == edges
+
+
+@pytest.mark.parametrize("team", sorted(DRIFT))
+def test_history_team_shows_each_entrys_drift_of_that_teams_dags(
+    capsys: Any, drift_sink: tuple[Path, list[str]], team: str
+) -> None:
+    root, extra = drift_sink
+    code, out, err = run(capsys, "history", "--sink", str(root), "--team", team, "--format", "json", *extra)
+    assert (code, err) == (0, "")
+    listing = json.loads(out)
+    assert listing["team"] == team
+    newest, oldest = listing["entries"]
+    assert oldest["drift"] is None  # nothing older to compare it with
+    drift, want = newest["drift"], DRIFT[team]
+    assert drift["since"] == oldest["name"]
+    assert drift["dagsAdded"] == [i for m, i in want["added"] if m == "dag"]
+    assert drift["dagsRemoved"] == [i for m, i in want["removed"] if m == "dag"]
+    assert drift["dagsChanged"] == want["changed"]
+    assert [_edge(e) for e in drift["lineageAdded"]] == want["edges_added"]
+    assert [_edge(e) for e in drift["lineageRemoved"]] == want["edges_removed"]
+
+
+def test_the_table_and_markdown_say_whose_view_they_are(
+    capsys: Any, drift_sink: tuple[Path, list[str]]
+) -> None:
+    root, extra = drift_sink
+    old, new = f"{root}@~1", f"{root}@latest"
+    _, out, _ = run(capsys, "compare", old, new, "--team", "team_a", *extra)
+    lines = out.splitlines()
+    assert lines[0].startswith("team team_a: its findings, and the changes of its DAGs")
+    assert "datasets: 2 added, 1 removed" in lines[3] and "lineage edges: 1 added, 1 removed" in lines[3]
+    assert "legacy_new" not in out and "ingest_new" not in out and "a_new" in out
+    _, out, _ = run(capsys, "compare", old, new, "--team", "team_a", "--format", "markdown", *extra)
+    assert out.splitlines()[2].startswith("_team team\\_a: its findings")
+    assert "legacy" not in out and "ingest" not in out and "`a_gone`" in out
+    _, out, _ = run(capsys, "history", "--sink", str(root), "--team", "unowned", *extra)
+    lines = out.splitlines()
+    assert lines[2].startswith("team unowned: its open findings, and the drift of its DAGs")
+    header, newest, oldest = lines[4], lines[5], lines[6]
+    assert "TEAM DRIFT" in header
+    assert "+legacy_new -legacy_gone" in newest and "a_new" not in newest
+    assert oldest.split()[-1] == "-"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["--rules", "RULES"],
+            "error: --rules RULES: it decides the teams of --team NAME; give --team too\n",
+        ),
+        (
+            ["--rules", "RULES", "--team", "team_b"],
+            "error: --team team_b: no such team; the teams are team_a, ingest, finance (and unowned)\n",
+        ),
+    ],
+)
+def test_rules_on_history_and_compare_is_checked_before_a_sink_is_read(
+    capsys: Any, tmp_path: Path, argv: list[str], says: str
+) -> None:
+    from core.test_teams import TEAMS as THREE_TEAMS
+
+    rules = tmp_path / "teams.yaml"
+    rules.write_text(THREE_TEAMS)
+    argv = [str(rules) if a == "RULES" else a for a in argv]
+    said = says.replace("RULES", str(rules))
+    for command in (
+        ["history", "--sink", "/nonexistent/sink"],
+        ["compare", "/nonexistent/a", "/nonexistent/b"],
+    ):
+        assert run(capsys, *command, *argv) == (2, "", said)
+
+
+def test_history_team_drift_skips_an_entry_it_cannot_read(capsys: Any, tmp_path: Path) -> None:
+    """A damaged entry between OLD and NEW has no drift of its own, and NEW's drift is since OLD."""
+    from core.test_teams import TEAMS as THREE_TEAMS
+
+    root = tmp_path / "sink"
+    FileSink(root).push(_drift_document(DRIFT_OLD, THREE_TEAMS, "2026-11-20T06:00:00Z"))
+    FileSink(root).push(_drift_document(DRIFT_NEW, THREE_TEAMS, "2026-11-22T06:00:00Z"))
+    (root / "history" / "20261121T060000Z-0123456789abcdef.json").write_text("{not json")
+    code, out, err = run(capsys, "history", "--sink", str(root), "--team", "ingest", "--format", "json")
+    assert (code, err) == (0, "")
+    newest, damaged, oldest = json.loads(out)["entries"]
+    assert damaged["problem"] and damaged["drift"] is None and oldest["drift"] is None
+    assert newest["drift"]["since"] == oldest["name"]
+    assert (newest["drift"]["dagsAdded"], newest["drift"]["dagsChanged"]) == (["ingest_new"], ["raw_loader"])

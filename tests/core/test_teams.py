@@ -332,3 +332,21 @@ def test_a_change_names_the_team_of_a_dag_it_changes_even_without_a_finding() ->
     change = describe(before, after, then.findings, now.findings, teams=policy.teams)
     assert (change.dags_changed, change.opened, change.closed) == (("a_dag",), (), ())
     assert change.teams == ("team_a",)
+
+
+def test_a_dag_that_moved_teams_is_in_both_teams_drift_and_no_other() -> None:
+    """compare's team view (core/comparing/compare.py ``of_team``): a_dag passes from team_a (owner team_a) to
+    ingest (owner alice); each of the two sees it changed, finance and unowned do not, and each
+    view says whose it is."""
+    from airflow_provider_coremodels.core.comparing.compare import compare, comparison_json, read_side
+
+    moved = [{**d, "owners": ["alice"]} if d["dag_id"] == "a_dag" else d for d in DAGS]
+    old = read_side("old", "old.json", json.dumps(document()).encode())
+    new = read_side("new", "new.json", json.dumps(document(dags=moved)).encode())
+    seen = {}
+    for team in ("team_a", "ingest", "finance", UNOWNED):
+        part = comparison_json(compare(old, new, team=team))
+        assert part["team"] == team
+        seen[team] = part["change"]["dagsChanged"]
+    assert seen == {"team_a": ["a_dag"], "ingest": ["a_dag"], "finance": [], UNOWNED: []}
+    assert "team" not in comparison_json(compare(old, new))

@@ -405,14 +405,17 @@ class ScriptedServer(BackgroundHTTPServer):
     def _derived(self, path: str) -> Reply:
         """What a real Airflow 3 answers, where nothing is scripted, to the two requests whose answer
         follows from the rest: the dependency graph, drawn from the scripted asset list's references
-        (the code declares them all), and a DAG's details, for a DAG with no ``doc_md``. Any other
-        path is a 404. A test about either scripts it."""
+        (the code declares them all), a DAG's details, for a DAG with no ``doc_md``, and its deadline
+        alerts (Airflow 3.3's UI route), for a DAG with none. Any other path is a 404. A test about
+        any of them scripts it."""
         assets = self._defaults.get("/api/v2/assets")
         if path == "/ui/dependencies" and assets is not None and assets.status == 200:
             return json_reply(graph_of(json.loads(assets.body or b"{}")))
         parts = path.split("/")
         if len(parts) == 6 and parts[1:4] == ["api", "v2", "dags"] and parts[5] == "details":
             return json_reply({"dag_id": unquote(parts[4]), "doc_md": None})
+        if len(parts) == 5 and parts[1:3] == ["ui", "dags"] and parts[4] == "deadlineAlerts":
+            return json_reply({"deadline_alerts": [], "total_entries": 0})
         return NOT_FOUND
 
 

@@ -44,6 +44,8 @@ from airflow_provider_coremodels.core.estate.rules import (
     is_policy_code,
 )
 from airflow_provider_coremodels.core.reading.cadence import cadence
+from airflow_provider_coremodels.core.reading.deadlines import deadlines
+from airflow_provider_coremodels.core.reading.deadlines import describe as describe_alert
 from airflow_provider_coremodels.core.reading.merge import DEPLOYMENT_KEY
 from airflow_provider_coremodels.errors import RulesFileError
 
@@ -412,6 +414,38 @@ class TaskOperatorNotIn(Check):
                 yield task.name, f"operator: {task.native_type}"
 
 
+@dataclass(frozen=True, eq=False)
+class Deadline(Check):
+    """``deadline: true``: the DAG has a deadline alert (``DAG(deadline=...)``); ``deadline: false``:
+    it has none. Known only where the capture could read the alerts (Airflow 3.3+, or the DAG-folder
+    parse on 3.3+): elsewhere the DAG is not judged, and counted as not checked."""
+
+    key: ClassVar[str] = "deadline"
+    unknown: ClassVar[str | None] = "deadline alerts unknown"
+    wanted: bool
+
+    def value(self) -> Any:
+        return self.wanted
+
+    def describe(self) -> str:
+        if self.wanted:
+            return "the DAG has a deadline alert (DAG(deadline=...))"
+        return "the DAG has no deadline alert"
+
+    def message(self) -> str:
+        if self.wanted:
+            return "DAG has no deadline alert — a late or stuck run tells no one."
+        return "DAG has a deadline alert, where the policy allows none."
+
+    def failing(self, dag: DagView) -> str | None:
+        alerts = deadlines(dag.dataset.metadata)
+        if alerts is None:
+            return UNKNOWN
+        if bool(alerts) == self.wanted:
+            return None
+        return "deadline alerts: " + ("; ".join(describe_alert(a) for a in alerts[:5]) or "none")
+
+
 def _build_check(key: str, value: Any, where: str, teams: Teams | None = None) -> Check:
     if key == "tag":
         return Tag(_glob(value, where))
@@ -435,6 +469,8 @@ def _build_check(key: str, value: Any, where: str, teams: Teams | None = None) -
             raise _fail(where, f"{quote(value)} {exc}") from None
     if key == "schedule":
         return Schedule(_flag(value, where))
+    if key == "deadline":
+        return Deadline(_flag(value, where))
     if key == "task_retries_min":
         return TaskRetriesMin(_count(value, where, 0))
     if key == "description_min":
@@ -455,6 +491,7 @@ CHECKS = (
     "max_active_runs_max",
     "tasks_max",
     "task_operator_not_in",
+    "deadline",
 )
 
 

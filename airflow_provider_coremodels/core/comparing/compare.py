@@ -8,6 +8,7 @@ is compared in full: a DAG that came brings its tasks and edges along, each list
 drift findings name such a change once, by its DAG). What the documents cannot tell is never
 called a change: the tasks of a DAG whose task list a capture could not read completely are not
 "removed", nor is lineage that was not read at all; ``not_compared`` says what was left out.
+One team's view (``compare(..., team=...)``) keeps its findings and the drift of its DAGs alone.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from typing import Any
 import msgspec
 
 from airflow_provider_coremodels.core.checks.audit import _edge_detail, edge_subject
-from airflow_provider_coremodels.core.checks.teams import document_teams, finding_teams
+from airflow_provider_coremodels.core.checks.teams import (
+    UNOWNED,
+    Teams,
+    document_teams,
+    finding_teams,
+    teams_from_json,
+)
 from airflow_provider_coremodels.core.comparing.change import Change, change_json, describe
 from airflow_provider_coremodels.core.comparing.changes import FindingKey, finding_key, opened_and_closed
 from airflow_provider_coremodels.core.estate.model import DAG, Dataset, Edge, Estate, Materialization
@@ -71,11 +78,13 @@ class Side:
     captured_at: str | None
     estate: Estate | None
     findings: tuple[StoredFinding, ...]
-    #: The teams the snapshot was audited with (None: none).
+    #: The teams the snapshot was audited with (None: none), names and what makes a DAG each's.
     teams: tuple[str, ...] | None = None
+    team_rules: Teams | None = None
 
     def of_team(self, team: str) -> Side:
-        """The side as one team sees it: only its findings (the estate stays whole)."""
+        """The side as one team sees it: only its findings (``compare``'s ``of_team`` then keeps
+        the drift of its DAGs)."""
         mine = tuple(f for f in self.findings if team in finding_teams({"team": f.team}))
         return dataclasses.replace(self, findings=mine)
 
@@ -115,6 +124,7 @@ def read_side(source: str, location: str, data: bytes) -> Side:
         stored.estate if parts.snapshot_stored else None,
         tuple(parts.findings),
         document_teams({"policy": parts.policy}),
+        teams_from_json(parts.policy.get("teams")) if isinstance(parts.policy, dict) else None,
     )
 
 
@@ -187,6 +197,8 @@ class Comparison:
     #: DAGs that came, went or changed, and every DAG downstream of what changed; None when a side
     #: was stored without its estate.
     change: Change | None = None
+    #: The team whose view this is (``compare --team``): its findings, and the drift of its DAGs.
+    team: str | None = None
 
     @property
     def unchanged(self) -> bool:
@@ -222,8 +234,11 @@ class Comparison:
         }
 
 
-def compare(old: Side, new: Side) -> Comparison:
-    """What changed from ``old`` to ``new``: findings by (code, subject), the estate in full."""
+def compare(old: Side, new: Side, *, team: str | None = None, teams: Teams | None = None) -> Comparison:
+    """What changed from ``old`` to ``new``: findings by (code, subject), the estate in full; with
+    ``team``, as that team sees it (``of_team``)."""
+    if team is not None:
+        return of_team(compare(old.of_team(team), new.of_team(team)), team, teams)
     opened, closed = _finding_changes(old, new)
     not_compared: list[str] = []
     datasets_added: list[tuple[str, str]] = []
@@ -278,6 +293,78 @@ def compare(old: Side, new: Side) -> Comparison:
         tuple(edges_removed),
         tuple(not_compared),
         change,
+    )
+
+
+class _TeamView:
+    """Which DAGs, assets and edges of two estates are one team's. A DAG is the team's when its
+    team is, in the newer estate, or for a DAG gone, in the older one (a DAG that moved between
+    teams is in both teams' views); a DAG of neither estate (an external one) is of no team. An
+    edge is the team's when one of its DAG ends is; an asset, when one of the team's DAGs produces
+    or consumes it in either estate (an asset no DAG touches is of no team)."""
+
+    def __init__(self, team: str, old: Side, new: Side, teams: Teams | None) -> None:
+        assert old.estate is not None and new.estate is not None
+        self.team = team
+        then_teams = teams or old.team_rules or new.team_rules
+        now_teams = teams or new.team_rules or old.team_rules
+        self.names: dict[str, set[str]] = {}
+        for estate, rules in ((new.estate, now_teams), (old.estate, then_teams)):
+            for dag in estate.dags():
+                found = rules.team_of(dag) if rules is not None else None
+                self.names.setdefault(dag.identity, set()).add(found or UNOWNED)
+        self.assets: dict[str, set[str]] = {}
+        for estate in (old.estate, new.estate):
+            for edge in estate.lineage:
+                if edge.dag_link:
+                    continue
+                self.assets.setdefault(edge.asset, set()).update(self.names.get(edge.dag_id, {UNOWNED}))
+
+    def dag(self, identity: str) -> bool:
+        return self.team in self.names.get(identity, {UNOWNED})
+
+    def edge(self, edge: Edge) -> bool:
+        ends = [(edge.dependent_kind, edge.dependent), (edge.depends_on_kind, edge.depends_on)]
+        return any(self.dag(name) for kind, name in ends if kind == DAG)
+
+    def dataset(self, key: tuple[str, str]) -> bool:
+        kind, identity = key
+        if kind == DAG:
+            return self.dag(identity)
+        return self.team in self.assets.get(identity, {UNOWNED})
+
+
+def of_team(c: Comparison, team: str, teams: Teams | None = None) -> Comparison:
+    """The comparison as ``team`` sees it (``unowned``: the DAGs of no team): the drift of its DAGs
+    alone (``_TeamView``), their tasks, the edges touching them, the assets they touch, and in
+    ``change`` its DAGs added, removed, changed and affected downstream. Each DAG's team is as
+    ``teams`` (the rules file given) says, else as each side's own recorded teams say. The
+    findings are the sides' (filter them with ``Side.of_team`` first, as ``compare`` does)."""
+    if c.old.estate is None or c.new.estate is None:
+        return dataclasses.replace(c, team=team)
+    view = _TeamView(team, c.old, c.new, teams)
+    change = c.change
+    if change is not None:
+        change = dataclasses.replace(
+            change,
+            lineage_added=tuple(e for e in change.lineage_added if view.edge(e)),
+            lineage_removed=tuple(e for e in change.lineage_removed if view.edge(e)),
+            dags_added=tuple(d for d in change.dags_added if view.dag(d)),
+            dags_removed=tuple(d for d in change.dags_removed if view.dag(d)),
+            dags_changed=tuple(d for d in change.dags_changed if view.dag(d)),
+            affected=tuple(a for a in change.affected if view.dag(a.dag)),
+        )
+    return dataclasses.replace(
+        c,
+        datasets_added=tuple(k for k in c.datasets_added if view.dataset(k)),
+        datasets_removed=tuple(k for k in c.datasets_removed if view.dataset(k)),
+        fields_added=tuple(f for f in c.fields_added if view.dag(f.dataset)),
+        fields_removed=tuple(f for f in c.fields_removed if view.dag(f.dataset)),
+        fields_changed=tuple(f for f in c.fields_changed if view.dag(f.dataset)),
+        edges_added=tuple(e for e in c.edges_added if view.edge(e)),
+        edges_removed=tuple(e for e in c.edges_removed if view.edge(e)),
+        change=change,
+        team=team,
     )
 
 
@@ -364,6 +451,7 @@ def _field_changes(
 def comparison_json(comparison: Comparison) -> dict[str, Any]:
     c = comparison
     return {
+        **({"team": c.team} if c.team is not None else {}),
         "old": c.old.as_dict(),
         "new": c.new.as_dict(),
         "unchanged": c.unchanged,
@@ -398,6 +486,14 @@ def _change_part(c: Comparison) -> dict[str, Any]:
     part["findingsClosed"] = [change.as_dict() for change in c.closed]
     del part["bundle"], part["lines"]
     return part
+
+
+def _team_line(team: str) -> str:
+    """What a team's view says first, so that it is never read as the whole estate's."""
+    return (
+        f"team {team}: its findings, and the changes of its DAGs, their tasks and lineage edges, "
+        "only (the fingerprints are the whole estate's)"
+    )
 
 
 def _side_line(label: str, side: Side) -> str:
@@ -466,6 +562,7 @@ def render_comparison_table(c: Comparison) -> str:
     """For a terminal: the two sides, the counts, then each change, aligned (control characters
     escaped before the widths are measured)."""
     lines = [
+        *([printable(_team_line(c.team))] if c.team is not None else []),
         _side_line("old", c.old),
         _side_line("new", c.new),
         "unchanged: the same open findings and the same estate" if c.unchanged else _counts_line(c),
@@ -502,6 +599,7 @@ def render_comparison_markdown(c: Comparison, *, max_rows: int = MAX_MARKDOWN_RO
     out = [
         "## CoreModels: what changed between two snapshots",
         "",
+        *([f"_{_text(_team_line(c.team))}_", ""] if c.team is not None else []),
         side("Old", c.old),
         side("New", c.new),
         "",

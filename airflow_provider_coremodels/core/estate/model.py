@@ -117,6 +117,8 @@ DAG_LINK_VIAS = (VIA_TRIGGER, VIA_SENSOR)
 DAG_LINKS_KEY = "airflow.dagLinks"
 #: A DAG's ``owner_links`` (owner -> URL), canonical JSON, where its details were read.
 OWNER_LINKS_KEY = "airflow.ownerLinks"
+#: A DAG's deadline alerts, canonical JSON (``core/reading/deadlines.py``), ``[]`` for none; absent: unknown.
+DEADLINE_KEY = "airflow.deadline"
 
 
 def joins(dependent_kind: str, depends_on_kind: str, via: str | None) -> bool:

@@ -25,6 +25,7 @@ from airflow_provider_coremodels.core.estate.model import (
     ASSET,
     DAG,
     DAG_LINKS_KEY,
+    DEADLINE_KEY,
     DISPLAY_NAME_KEY,
     DOC_MD_KEY,
     MAX_ACTIVE_RUNS_KEY,
@@ -67,6 +68,7 @@ from airflow_provider_coremodels.core.reading.conditions import to_text as condi
 from airflow_provider_coremodels.core.reading.conflicts import ASSET_CONFLICT, read_conflicts, refused_twins
 from airflow_provider_coremodels.core.reading.dag_links import no_graph as _no_graph
 from airflow_provider_coremodels.core.reading.dag_links import read_links
+from airflow_provider_coremodels.core.reading.deadlines import deadline_text
 from airflow_provider_coremodels.core.reading.freshness import positive_number, read_freshness
 from airflow_provider_coremodels.core.reading.owner_links import owner_links_text
 from airflow_provider_coremodels.core.reading.references import (
@@ -140,6 +142,7 @@ class _Dag(TypedDict, total=False):
     dag_display_name: Any
     max_active_runs: Any  # read by the team's rules (core/checks/policy.py)
     owner_links: Any  # from /dags/{dag_id}/details, where the capture asks for them
+    deadline_alerts: Any  # from /ui/dags/{dag_id}/deadlineAlerts (Airflow 3.3+, core/reading/deadlines.py)
     is_stale: Any  # a stale DAG (core/reading/broken.py); these two also tell the API generation apart
     is_active: Any
     has_import_errors: Any
@@ -634,6 +637,8 @@ def _dag_dataset(
         metadata[DAG_LINKS_KEY] = links
     if owner_links := owner_links_text(raw.get("owner_links")):
         metadata[OWNER_LINKS_KEY] = owner_links
+    if (deadline := deadline_text(raw.get("deadline_alerts"))) is not None:
+        metadata[DEADLINE_KEY] = deadline
     return Dataset(
         identity=dag_id,
         name=dag_id,

@@ -12,15 +12,18 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from airflow_provider_coremodels.core.checks.teams import document_teams, grouped
 from airflow_provider_coremodels.core.estate.model import CONNECTOR, READABLE_SCHEMA_VERSIONS
 from airflow_provider_coremodels.core.estate.rules import most_severe_first
-from airflow_provider_coremodels.core.snapshots.document import findings_digest
+from airflow_provider_coremodels.core.snapshots.document import edge_json, findings_digest
 from airflow_provider_coremodels.errors import SnapshotDocumentError
+
+if TYPE_CHECKING:
+    from airflow_provider_coremodels.core.comparing.change import Change
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,42 @@ class EntrySummary:
             "waived": self.waived,
             "snapshotStored": self.snapshot_stored,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class EntryDrift:
+    """What changed of one team's DAGs since the older entry ``since`` (``history --team``): the
+    ``change`` part of ``compare --team`` between the two, findings aside."""
+
+    since: str
+    change: Change
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.change
+        return {
+            "since": self.since,
+            "dagsAdded": list(c.dags_added),
+            "dagsRemoved": list(c.dags_removed),
+            "dagsChanged": list(c.dags_changed),
+            "lineageAdded": [edge_json(e) for e in c.lineage_added],
+            "lineageRemoved": [edge_json(e) for e in c.lineage_removed],
+        }
+
+    def line(self, names_shown: int = 3) -> str:
+        """For a table cell: ``+new_dag -gone_dag ~changed_dag, edges +1 -2``, or ``none``."""
+        c = self.change
+        dags = [
+            f"{sign}{identity}"
+            for sign, identities in (("+", c.dags_added), ("-", c.dags_removed), ("~", c.dags_changed))
+            for identity in identities
+        ]
+        parts = []
+        if dags:
+            more = len(dags) - names_shown
+            parts.append(" ".join(dags[:names_shown]) + (f" (+{more} more)" if more > 0 else ""))
+        if c.lineage_added or c.lineage_removed:
+            parts.append(f"edges +{len(c.lineage_added)} -{len(c.lineage_removed)}")
+        return ", ".join(parts) or "none"
 
 
 class _State(msgspec.Struct, rename="camel"):
