@@ -36,7 +36,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import requests
 
-#: (method, Airflow path under /api/v2, query, JSON body) -> (status, JSON answer)
+#: (method, Airflow path under /api/v2, or a server path under /ui/, query, JSON body)
+#: -> (status, JSON answer)
 Upstream = Callable[[str, str, dict[str, Any], Any], tuple[int, Any]]
 
 
@@ -46,9 +47,8 @@ def real_server_upstream(server: Any) -> Upstream:
     session.headers["Authorization"] = f"Bearer {server.token()}"
 
     def forward(method: str, path: str, query: dict[str, Any], body: Any) -> tuple[int, Any]:
-        response = session.request(
-            method, f"{server.base_url}/api/v2{path}", params=query or None, json=body, timeout=60
-        )
+        url = f"{server.base_url}{path}" if path.startswith("/ui/") else f"{server.base_url}/api/v2{path}"
+        response = session.request(method, url, params=query or None, json=body, timeout=60)
         try:
             return response.status_code, response.json()
         except ValueError:
@@ -292,7 +292,8 @@ class _GoogleHandler(_Handler):
             self._send(401, {"detail": "Invalid IAP credentials: expired or unknown token"})
             return
         parts = urlsplit(self.path)
-        if not parts.path.startswith("/api/v2"):
+        # Composer's web server is the whole Airflow API server: the REST API and the UI's routes
+        if not parts.path.startswith(("/api/v2", "/ui/")):
             self._send(404, {"detail": "Not Found"})
             return
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
