@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 from cli.test_audit_command import run
-from support.helpers import REPO, SARIF_SCHEMA
+from support.helpers import AIRFLOW_VERSION, REPO, SARIF_SCHEMA
 
 from airflow_provider_coremodels.sinks import FileSink
 
@@ -300,7 +300,11 @@ def test_a_pull_requests_change_names_the_teams_it_touches(capsys: Any, rules: P
     }
     code, out, _ = run(capsys, "audit", "--dag-folder", folder, "--rules", str(rules), "--team", "finance")
     assert "teams: orders, finance, crm, unowned" in out.splitlines()
-    assert "breaks: Warning asset-unproduced s3://vendor/fx_rates.csv" in out.splitlines()
+    # finance's one finding needs task inlets, which Airflow 3.0's parse does not collect
+    if not AIRFLOW_VERSION.startswith("3.0."):
+        assert "breaks: Warning asset-unproduced s3://vendor/fx_rates.csv" in out.splitlines()
+    else:
+        assert "breaks: nothing" in " ".join(out.splitlines())
 
 
 @pytest.mark.parametrize(

@@ -118,7 +118,8 @@ def test_the_first_export_records_the_baseline_and_tells_no_one(runs) -> None:
         f"first export (no previous snapshot): the baseline is recorded with {open_now} open finding(s) "
         "and no notifier is called (notify_first_export=True would call them)"
     )
-    assert first["log"].count(said) == 1
+    # once (Airflow 3.0's dag.test() writes each task log line twice: to the console and again)
+    assert first["log"].count(said) == (2 if AIRFLOW_VERSION.startswith("3.0.") else 1)
 
 
 def test_a_first_export_told_anyway_is_one_digest_of_every_open_finding(runs) -> None:
@@ -133,7 +134,8 @@ def test_a_first_export_told_anyway_is_one_digest_of_every_open_finding(runs) ->
         f["code"] for f in note["new_findings"]
     }
     since = "open (the first export: no previous snapshot):"
-    assert note["text"].startswith(f"{open_now} CoreModels findings in airflow_api_default {since}")
+    plural = "" if open_now == 1 else "s"
+    assert note["text"].startswith(f"{open_now} CoreModels finding{plural} in airflow_api_default {since}")
     [mail] = told["mails"]  # one mail for all of them: a digest, not a mail per finding
     assert mail["Subject"] == f"{open_now} new CoreModels findings in airflow_api_default"
     assert mail["To"] == "platform@example.com"

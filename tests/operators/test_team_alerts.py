@@ -21,13 +21,17 @@ from typing import Any
 import pytest
 from support.airflow_server import migrated_home
 from support.dag_runs import api_connection, run_dag
-from support.helpers import REPO
+from support.helpers import AIRFLOW_VERSION, REPO
 from support.listeners import SmtpServer, StatsdListener, running_smtp
 
 from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.jobs.alerts import team_routes
 
 pytestmark = pytest.mark.airflow_server
+
+#: Airflow 3.0's API reports no task inlets, so finance's asset-unproduced is not raised there
+#: (support/helpers.py's SERVED_ESTATE): finance then owns no finding, as crm.
+FINANCE_WARNED = not AIRFLOW_VERSION.startswith("3.0.")
 
 DAG_FILE = "coremodels_team_alerts.py"
 WAIVER = [{"code": "dag-no-description", "subject": "legacy_cleanup", "reason": "retired in Q1"}]
@@ -95,27 +99,28 @@ def subjects(mail: Message) -> list[str]:
 
 def test_each_team_is_mailed_its_own_new_findings_and_crm_nothing(runs) -> None:
     first = runs[0]
-    assert sorted(first["mails"]) == ["finance@example.com", "orders@example.com", "platform@example.com"]
-    assert first["count"] == 3  # one mail each: crm, which owns no finding, gets none
-    orders, finance, platform = (
-        first["mails"][f"{t}@example.com"] for t in ("orders", "finance", "platform")
-    )
+    told = ["finance", "orders", "platform"] if FINANCE_WARNED else ["orders", "platform"]
+    assert sorted(first["mails"]) == [f"{team}@example.com" for team in told]
+    assert first["count"] == len(told)  # one mail each: crm, which owns no finding, gets none
+    orders, platform = (first["mails"][f"{t}@example.com"] for t in ("orders", "platform"))
     assert subjects(orders) == ["paused-producer s3://lake/orders.parquet"]
     assert orders["Subject"] == "1 new findings for orders"
     assert body(orders).startswith("<pre>Team orders: 1 CoreModels finding in airflow_api_default open")
-    assert subjects(finance) == ["asset-unproduced s3://vendor/fx_rates.csv"]
+    if FINANCE_WARNED:
+        assert subjects(first["mails"]["finance@example.com"]) == [
+            "asset-unproduced s3://vendor/fx_rates.csv"
+        ]
     assert subjects(platform) == ["dag-no-owner legacy_cleanup"]  # its description is waived today
 
 
 def test_star_gets_every_new_finding_with_no_team_prefix(runs) -> None:
     [note] = runs[0]["notes"]
     assert note["team"] == "*"
-    assert sorted((f["code"], f["team"]) for f in note["new_findings"]) == [
-        ("asset-unproduced", ["finance"]),
-        ("dag-no-owner", []),
-        ("paused-producer", ["orders"]),
-    ]
-    assert note["text"].startswith("3 CoreModels findings in airflow_api_default open")
+    expected = [("dag-no-owner", []), ("paused-producer", ["orders"])]
+    if FINANCE_WARNED:
+        expected.insert(0, ("asset-unproduced", ["finance"]))
+    assert sorted((f["code"], f["team"]) for f in note["new_findings"]) == expected
+    assert note["text"].startswith(f"{len(expected)} CoreModels findings in airflow_api_default open")
 
 
 def test_a_finding_that_opens_reaches_its_team_alone(runs) -> None:
@@ -135,7 +140,7 @@ def test_metrics_are_sent_per_team_tagged_and_by_name(runs) -> None:
     first, second = (run["metrics"] for run in runs)
     legacy = "airflow.coremodels.findings.team."
     assert first[f"{legacy}open.airflow_api_default.orders.Warning"] == "1|g"
-    assert first[f"{legacy}open.airflow_api_default.finance.Warning"] == "1|g"
+    assert first[f"{legacy}open.airflow_api_default.finance.Warning"] == ("1|g" if FINANCE_WARNED else "0|g")
     assert first[f"{legacy}open.airflow_api_default.crm.Warning"] == "0|g"
     assert first[f"{legacy}open.airflow_api_default.unowned.Warning"] == "1|g"
     assert first[f"{legacy}open.airflow_api_default.unowned.Info"] == "0|g"
