@@ -9,12 +9,12 @@ in front of the real Airflow 3.3 API server and capture the example estate throu
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 from typing import Any
 
 import pytest
+from support.helpers import fingerprint_without_deadlines
 from support.managed_standins import GoogleStandIn, MwaaStandIn, real_server_upstream
 
 from airflow_provider_coremodels.capture import ApiSource, RetryPolicy, capture, open_client
@@ -22,7 +22,6 @@ from airflow_provider_coremodels.capture.composer import ComposerAccess
 from airflow_provider_coremodels.capture.mwaa import MwaaAccess
 from airflow_provider_coremodels.core import audit, build_document
 from airflow_provider_coremodels.core.estate.model import DEADLINE_KEY
-from airflow_provider_coremodels.core.snapshots.document import governed_fingerprint
 from airflow_provider_coremodels.errors import AuthError, CaptureError, ConnectionConfigError
 from airflow_provider_coremodels.hooks.airflow_api import AirflowApiHook
 from airflow_provider_coremodels.redaction import SECRETS
@@ -309,15 +308,6 @@ def direct_document(airflow_server) -> dict:
     return build_document(estate, audit(estate))
 
 
-def without_deadlines(estate: Any) -> str:
-    """The governed fingerprint of an estate's datasets and lineage, ``airflow.deadline`` left out."""
-    datasets = [
-        dataclasses.replace(d, metadata={k: v for k, v in d.metadata.items() if k != DEADLINE_KEY})
-        for d in estate.datasets
-    ]
-    return governed_fingerprint(datasets, estate.lineage)
-
-
 @pytest.mark.airflow_server
 def test_the_estate_captured_through_mwaa_is_the_estate_captured_directly(airflow_server) -> None:
     """Every request of a whole capture through InvokeRestApi, signed and checked; the same
@@ -333,7 +323,8 @@ def test_the_estate_captured_through_mwaa_is_the_estate_captured_directly(airflo
         result = capture(client)
     estate = result.estate()
     assert {d.metadata.get(DEADLINE_KEY) for d in estate.dags()} == {None}
-    assert without_deadlines(estate) == without_deadlines(direct_estate(airflow_server))
+    direct = direct_estate(airflow_server)
+    assert fingerprint_without_deadlines(estate) == fingerprint_without_deadlines(direct)
     assert all(entry["problem"] is None for entry in standin.log) and len(standin.log) > 10
     assert not any(b"/ui/" in entry["body"] for entry in standin.log)  # never sent
     messages = [record.message for record in result.lossiness]

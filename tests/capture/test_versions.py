@@ -22,7 +22,6 @@ wrong (``KNOWN``): never a weaker truth.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib.util
 import json
@@ -33,14 +32,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from support.helpers import FIXTURES
+from support.helpers import FIXTURES, fingerprint_without_deadlines
 from support.recording import ReplayServer, capture_clock, load_recording
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import Estate, audit, build_document
 from airflow_provider_coremodels.core.estate.model import DAG_LINKS_KEY, DEADLINE_KEY, VIA_ALIAS, VIA_INLET
 from airflow_provider_coremodels.core.reading.conflicts import read_conflicts
-from airflow_provider_coremodels.core.snapshots.document import governed_fingerprint
 
 VERSIONS = FIXTURES / "versions"
 
@@ -388,11 +386,7 @@ def test_fingerprint_without_links_is_unchanged(line: str, scenario: str) -> Non
     assert not any(e.dag_link for e in replay.estate.lineage)
     read = {d.identity: d.metadata.get(DEADLINE_KEY) for d in replay.estate.dags()}
     assert set(read.values()) == ({"[]"} if line == "3.3.2" else {None})
-    datasets = [
-        dataclasses.replace(d, metadata={k: v for k, v in d.metadata.items() if k != DEADLINE_KEY})
-        for d in replay.estate.datasets
-    ]
-    assert governed_fingerprint(datasets, replay.estate.lineage) == LINKLESS_FINGERPRINTS[(line, scenario)]
+    assert fingerprint_without_deadlines(replay.estate) == LINKLESS_FINGERPRINTS[(line, scenario)]
 
 
 @pytest.mark.parametrize(("line", "scenario"), cases("test_watched_assets"))

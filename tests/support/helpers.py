@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from dataclasses import dataclass
@@ -170,3 +171,17 @@ def as_served(dags: Any, datasets: Any = None) -> tuple[Any, Any]:
                 edges.append({"source_id": node, "target_id": f"dag:{ref.get('dag_id')}"})
         datasets = {"dependencies": {"edges": edges}, **datasets, "assets": assets}
     return dags, datasets
+
+
+def fingerprint_without_deadlines(estate: Estate) -> str:
+    """The governed fingerprint of an estate's datasets and lineage with ``airflow.deadline`` left
+    out: what a capture that cannot read deadline alerts (MWAA, a line before 3.3) shares with one
+    that can."""
+    from airflow_provider_coremodels.core.estate.model import DEADLINE_KEY
+    from airflow_provider_coremodels.core.snapshots.document import governed_fingerprint
+
+    datasets = [
+        dataclasses.replace(d, metadata={k: v for k, v in d.metadata.items() if k != DEADLINE_KEY})
+        for d in estate.datasets
+    ]
+    return governed_fingerprint(datasets, estate.lineage)
