@@ -6,6 +6,9 @@ Prints two marker lines: ``STATE <dag run state> <task state>`` and ``XCOM <json
 DAG's last task (the export, or a federation's merge), ``LINKS <json>`` (that task's extra links,
 as Airflow stored them when the task finished), and a ``TASK <task_id> <map index> <state>``
 line for every task instance.
+
+A task's retries still happen, at once: the wait between them (30 s in the example DAGs) is set
+to none, so that a test of a failing task does not sleep through it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import logging
 import runpy
 import sys
+from datetime import timedelta
 
 import structlog
 
@@ -29,6 +33,8 @@ if __name__ == "__main__":
             processors=[*structlog.get_config()["processors"][:-1], renderer],
             wrapper_class=structlog.make_filtering_bound_logger(logging.INFO),
         )
+    for each_task in namespace["dag"].tasks:
+        each_task.retry_delay = timedelta(0)
     run = namespace["dag"].test()
     instances = run.get_task_instances()
     for each in sorted(instances, key=lambda t: (t.task_id, t.map_index)):
