@@ -13,6 +13,12 @@ without the import, is printed too), and ``parse_dag_folder`` as the provider ru
 server, forked children, the serialization and the mapping to the REST shapes, which the DagBag
 does not do). Medians of ``--repeat`` rounds, the two sides alternating; the goal on 2 cores:
 a ratio of at most 0.8.
+
+Then, in one process after a warm-up, each stage of a child's work on a file, in CPU ms per
+file: the DagBag's parse, Airflow's serialization (its JSON-schema check within it), the DAG's
+REST shape, the tasks' (``TaskResponse`` over the deserialized DAG), the asset references. Their
+sum against the parse alone is how much more work a file costs the parse than the DagBag: on N
+cores the files' part can at best take that much over N of the DagBag's parse.
 """
 
 from __future__ import annotations
@@ -188,6 +194,64 @@ FOLDER = textwrap.dedent(
 )
 
 
+STAGES = textwrap.dedent(
+    """
+    import importlib.util, logging, sys, tempfile, time
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("dag_folder_worker", sys.argv[2])
+    worker = sys.modules["dag_folder_worker"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    from airflow.configuration import conf
+    folder = Path(sys.argv[1])
+    files = sorted(str(p) for p in folder.rglob("*.py") if "include" not in p.relative_to(folder).parts)
+    files = files[: int(sys.argv[3])]
+    sys.path.insert(0, str(folder))
+    request = {"folder": str(folder), "bundle": "dags-folder", "safe_mode": True}
+    worker._cache_cron_locales()
+    with tempfile.TemporaryDirectory() as scratch:
+        worker._warm_up(scratch, request)
+    worker._parse_file(files[0], request)  # the first file of a process pays its lazy imports
+    logging.disable(logging.CRITICAL)
+    serializer = worker._serializer()
+    validate = serializer.validate_schema.__func__
+    spent = dict.fromkeys(("parse", "serialize", "validate", "dag", "tasks", "assets"), 0.0)
+    def timed_validate(cls, data):
+        began = time.process_time()
+        try:
+            return validate(cls, data)
+        finally:
+            spent["validate"] += time.process_time() - began
+    serializer.validate_schema = classmethod(timed_validate)
+    bag_class = worker._dag_bag_class()
+    for path in files[1:]:
+        began = time.process_time()
+        bag = bag_class(**worker._kwargs_for(
+            bag_class.__init__, dag_folder=path, bundle_path=folder, bundle_name="dags-folder",
+            include_examples=False, load_op_links=False, safe_mode=True,
+        ))
+        now = time.process_time(); spent["parse"] += now - began; began = now
+        lazy_dags = {}
+        for dag in bag.dags.values():
+            data = serializer.to_dict(dag)
+            now = time.process_time(); spent["serialize"] += now - began; began = now
+            lazy = worker._Lazy(data)
+            worker._dag_entry(lazy, data, "dags-folder", conf)
+            now = time.process_time(); spent["dag"] += now - began; began = now
+            worker._tasks(lazy, data)
+            now = time.process_time(); spent["tasks"] += now - began; began = now
+            lazy_dags[dag.dag_id] = lazy
+        worker._references(lazy_dags)
+        spent["assets"] += time.process_time() - began
+    count = max(1, len(files) - 1)
+    print(*(f"{spent[key] * 1000 / count:.3f}" for key in spent))
+    """
+)
+
+WORKER = (
+    Path(__file__).resolve().parents[1] / "airflow_provider_coremodels" / "capture" / "dag_folder_worker.py"
+)
+
+
 def run(code: str, *args: str) -> tuple[float, list[str]]:
     started = time.perf_counter()
     result = subprocess.run(
@@ -266,6 +330,24 @@ def main() -> None:
         )
         print(f"ratio parse_dag_folder / DagBag: {ours / (bag - serialize):.2f} (goal <= 0.8 on 2 cores)")
         print(f"ratio parse_dag_folder / DagBag and serialization: {ours / bag:.2f}")
+        _, out = run(STAGES, str(folder), str(WORKER), str(min(args.files, 200)))
+        parse_ms, serialize_ms, validate_ms, dag_ms, tasks_ms, assets_ms = (float(x) for x in out)
+        work = parse_ms + serialize_ms + dag_ms + tasks_ms + assets_ms
+        print("| a child's work on a file, one process (CPU ms a file) | ms |")
+        print("|---|---|")
+        print(f"| the DagBag's parse | {parse_ms:.2f} |")
+        print(
+            f"| Airflow's serialization (of which its JSON-schema check {validate_ms:.2f}) "
+            f"| {serialize_ms:.2f} |"
+        )
+        print(f"| the DAG's REST shape | {dag_ms:.2f} |")
+        print(f"| the tasks' (TaskResponse over the deserialized DAG) | {tasks_ms:.2f} |")
+        print(f"| the asset references | {assets_ms:.2f} |")
+        print(
+            f"work a file against the DagBag's parse: {work / parse_ms:.2f} "
+            f"(the serialization alone {serialize_ms / parse_ms:.2f}); on {cores} cores the files' part "
+            f"takes at best {work / parse_ms / (cores or 1):.2f} of the DagBag's parse"
+        )
         print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
