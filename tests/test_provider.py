@@ -133,11 +133,13 @@ def test_the_connection_forms_reach_a_real_api_servers_hook_meta(airflow_server)
         "pacing_share",
         "timeout",
         "connect_timeout",
+        "deadline_alerts",
         "token",
     }
     assert api["extra_fields"]["concurrency"]["value"] == 8
     assert api["extra_fields"]["pacing"]["value"] == "adaptive"
     assert api["extra_fields"]["pacing_share"]["value"] == 0.5
+    assert api["extra_fields"]["deadline_alerts"]["value"] is True
     assert api["extra_fields"]["token"]["schema"]["format"] == "password"  # masked in the form
     assert coremodels["hook_name"] == "CoreModels"
     assert [name for name, field in coremodels["standard_fields"].items() if field and field["hidden"]] == [
@@ -162,7 +164,7 @@ def test_the_managed_connection_forms_reach_a_real_api_servers_hook_meta(airflow
     for form in (mwaa, composer):
         hidden = {name for name, field in form["standard_fields"].items() if field and field["hidden"]}
         assert hidden == {"url_schema", "port", "login", "password"}
-    capture = {"concurrency", "pacing", "pacing_share", "timeout", "connect_timeout"}
+    capture = {"concurrency", "pacing", "pacing_share", "timeout", "connect_timeout", "deadline_alerts"}
     assert (
         set(mwaa["extra_fields"])
         == {"aws_conn_id", "region_name", "endpoint_url", "inject_host_prefix"} | capture

@@ -54,6 +54,8 @@ class ApiSource:
     ``pacing``: ``adaptive`` (fewer while the server slows down, ``capture/pacing.py``) or ``fixed``;
     ``pacing_share``: how much of each slot's time an adaptive capture's requests may take (1: no rest).
     ``managed``: a managed Airflow's own way in (MWAA, Composer), in place of username and token.
+    ``deadline_alerts``: whether a capture of Airflow 3.3+ reads each DAG's deadline alerts (one
+    request per DAG); off, they are unknown, and one lossiness record says so.
     """
 
     base_url: str
@@ -67,6 +69,7 @@ class ApiSource:
     pacing: str = defaults.PACING  # "adaptive": the window follows the server, up to concurrency
     pacing_share: float = defaults.PACING_SHARE
     managed: ManagedAccess | None = field(default=None, repr=False, compare=False)
+    deadline_alerts: bool = True
 
     def __post_init__(self) -> None:
         base_url, username, password = strip_userinfo(self.base_url)

@@ -62,6 +62,10 @@ ProgressCallback = Callable[[int, int], None]
 DEPENDENCIES_PATH = "/ui/dependencies"
 #: A DAG's deadline alerts, served to the UI one DAG at a time (Airflow 3.3+; core/reading/deadlines.py).
 DEADLINE_ALERTS_PATH = "/ui/dags/{dag_id}/deadlineAlerts"
+DEADLINES_NOT_READ = (
+    "deadline alerts unknown: not read, as the source asks (the connection's deadline_alerts extra "
+    "is false, or --no-deadline-alerts); the rules' deadline check is not judged"
+)
 #: The newest events read per asset reached through an alias: who wrote it lately.
 EVENTS_LIMIT = 100
 #: Before Airflow 3.1 no asset says when it was last updated: the newest events are listed, back
@@ -241,7 +245,8 @@ class _Crawl:
         self.stale: dict[str, Any] = {}  # dag_id -> a stale DAG: its tasks wait for the import errors
         self.graph: Any = None  # GET /ui/dependencies, cut down (core/reading/references.py)
         self.graph_problem: str | None = None
-        self.reads_deadlines = False  # the line serves deadline alerts (set in run)
+        self.serves_deadlines = False  # the line serves deadline alerts (set in run)
+        self.reads_deadlines = False  # ... and the source asks for them
         self.deadlines_asked = 0
         self.deadlines_lost: dict[str, str] = {}  # dag_id -> why its deadline alerts are unknown
         self.window = max(4, 4 * client.source.concurrency)  # the pages of a list out at once
@@ -257,7 +262,8 @@ class _Crawl:
         captured_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         info = self.client.info or self.client.connect()
         self.v2 = info.api_version == "v2"
-        self.reads_deadlines = self.v2 and _at_least(info.airflow_version, (3, 3))
+        self.serves_deadlines = self.v2 and _at_least(info.airflow_version, (3, 3))
+        self.reads_deadlines = self.serves_deadlines and self.client.source.deadline_alerts
         # Stale DAGs too: a DAG whose file broke is stale on Airflow 3 (core/reading/broken.py).
         everything = {"exclude_stale": "false"} if self.v2 else {"only_active": "false"}
         dags = _List(
@@ -412,8 +418,10 @@ class _Crawl:
     def _deadline_record(self, airflow_version: str | None, api_version: str | None) -> Lossiness | None:
         """Why some or all DAGs' deadline alerts are unknown (core/reading/deadlines.py), or None: all read.
         Said on every line that cannot show them, since nothing tells whether the estate uses them."""
-        if not self.reads_deadlines:
+        if not self.serves_deadlines:
             return unseen_deadlines(airflow_version, api_version)
+        if not self.reads_deadlines:
+            return Lossiness("dags", DEADLINES_NOT_READ)
         if not self.deadlines_lost:
             return None
         first = min(self.deadlines_lost)

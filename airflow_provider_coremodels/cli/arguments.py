@@ -420,6 +420,15 @@ SOURCE = (
         },
     ),
     ArgSpec(
+        ("--no-deadline-alerts",),
+        {
+            "action": "store_true",
+            "help": "Airflow 3.3+: do not read each DAG's deadline alerts (one request per DAG); they "
+            "are then unknown, and the rules' deadline check is not judged (default: the "
+            "connection's deadline_alerts, else read)",
+        },
+    ),
+    ArgSpec(
         ("--retry-budget",),
         {
             "type": _seconds,

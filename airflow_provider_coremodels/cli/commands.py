@@ -552,6 +552,8 @@ def api_source(args: argparse.Namespace) -> ApiSource:
         overrides["pacing_share"] = args.pacing_share
     if args.timeout:
         overrides["read_timeout"] = args.timeout
+    if args.no_deadline_alerts:
+        overrides["deadline_alerts"] = False
     return dataclasses.replace(source, **overrides) if overrides else source
 
 

@@ -4,7 +4,7 @@ The connection's host (with scheme and port, or with ``schema`` as the scheme), 
 password (a JWT is requested with them on Airflow 3; basic auth on Airflow 2), or a password
 with no login as a static bearer token. Extras: ``verify`` (true/false), ``ca_bundle`` (a
 path), ``concurrency``, ``pacing`` (``adaptive`` or ``fixed``), ``timeout`` (read seconds),
-``connect_timeout``, ``token``.
+``connect_timeout``, ``deadline_alerts`` (true/false: one request per DAG on Airflow 3.3+), ``token``.
 
 A connection of the managed types (``airflow_api_mwaa``: Amazon MWAA through InvokeRestApi,
 ``hooks/mwaa.py``; ``airflow_api_composer``: Google Cloud Composer with a Google access token,
@@ -22,6 +22,7 @@ from airflow_provider_coremodels.compat import BaseHook
 from airflow_provider_coremodels.errors import ConnectionConfigError, CoreModelsError
 from airflow_provider_coremodels.hooks.connection_fields import (
     base_url,
+    extra_bool,
     extra_or_default,
     extra_str,
     get_connection,
@@ -75,7 +76,7 @@ class AirflowApiHook(BaseHook):
                 password=conn.password if conn.login else None,
                 token=token,
                 verify=tls_verify(extra, self.airflow_api_conn_id),
-                **capture_settings(extra),
+                **capture_settings(extra, self.airflow_api_conn_id),
             )
         except (TypeError, ValueError) as exc:
             raise ConnectionConfigError(
@@ -100,13 +101,15 @@ class AirflowApiHook(BaseHook):
         )
 
 
-def capture_settings(extra: dict[str, Any]) -> dict[str, Any]:
+def capture_settings(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:
     """The capture's tuning from a connection's extras (every capture connection type has them);
-    a value of the wrong kind raises TypeError or ValueError, for the caller to name the connection."""
+    a value of the wrong kind raises TypeError or ValueError, for the caller to name the connection
+    (a true/false extra that is neither names it itself: ConnectionConfigError)."""
     return {
         "concurrency": int(extra_or_default(extra, "concurrency", defaults.CONCURRENCY)),
         "pacing": str(extra.get("pacing") or defaults.PACING),
         "pacing_share": float(extra_or_default(extra, "pacing_share", defaults.PACING_SHARE)),
         "read_timeout": float(extra_or_default(extra, "timeout", defaults.READ_TIMEOUT)),
         "connect_timeout": float(extra_or_default(extra, "connect_timeout", defaults.CONNECT_TIMEOUT)),
+        "deadline_alerts": extra_bool(extra, "deadline_alerts", conn_id, default=True),
     }

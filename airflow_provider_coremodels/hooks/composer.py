@@ -5,7 +5,7 @@ Host: the environment's Airflow web server URL (``airflowUri`` in ``gcloud compo
 describe``). Extras: ``gcp_conn_id`` (the google provider's connection whose credentials make the
 access token; default ``google_cloud_default``; empty, or without the google provider,
 application-default credentials), ``verify``/``ca_bundle``, and the capture's ``concurrency``,
-``pacing``, ``pacing_share``, ``timeout``, ``connect_timeout``. Needs google-auth (the
+``pacing``, ``pacing_share``, ``timeout``, ``connect_timeout``, ``deadline_alerts``. Needs google-auth (the
 ``composer`` extra).
 """
 
@@ -57,7 +57,7 @@ def composer_source(conn: Any, conn_id: str) -> ApiSource:
             base_url=url,
             verify=tls_verify(extra, conn_id),
             managed=ComposerAccess(_credentials(gcp_conn_id or None, conn_id)),
-            **capture_settings(extra),
+            **capture_settings(extra, conn_id),
         )
     except (TypeError, ValueError) as exc:
         raise ConnectionConfigError(f"connection {conn_id!r} is not usable: {exc}") from None

@@ -32,7 +32,8 @@ _TLS = {
     "ca_bundle": _field("CA bundle", "string", "Path of a CA bundle to verify the server against."),
 }
 
-#: What every capture connection tunes: the requests in flight, their pacing, their timeouts.
+#: What every capture connection tunes: the requests in flight, their pacing, their timeouts, and
+#: whether the deadline alerts are read.
 _CAPTURE = {
     "concurrency": _field(
         "Concurrent requests",
@@ -68,6 +69,13 @@ _CAPTURE = {
     ),
     "connect_timeout": _field(
         "Connect timeout (s)", "number", "Seconds to open a connection.", defaults.CONNECT_TIMEOUT
+    ),
+    "deadline_alerts": _field(
+        "Read deadline alerts",
+        "boolean",
+        "Airflow 3.3+: read each DAG's deadline alerts, one request per DAG (default: on). Off, "
+        "they are unknown and the rules' deadline check is not judged.",
+        True,
     ),
 }
 

@@ -4,7 +4,7 @@ Host: the environment's name. Extras: ``aws_conn_id`` (the amazon provider's AWS
 keys, an assumed role, the region; default ``aws_default``; empty, or without the amazon
 provider, boto3's default credential chain), ``region_name``, ``endpoint_url`` and
 ``inject_host_prefix`` (another MWAA endpoint), and the capture's ``concurrency``, ``pacing``,
-``pacing_share``, ``timeout``, ``connect_timeout``. Needs boto3 (the ``mwaa`` extra).
+``pacing_share``, ``timeout``, ``connect_timeout``, ``deadline_alerts``. Needs boto3 (the ``mwaa`` extra).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def mwaa_source(conn: Any, conn_id: str) -> ApiSource:
         inject_host_prefix=extra_bool(extra, "inject_host_prefix", conn_id, default=True),
     )
     try:
-        return ApiSource(base_url=access.base_url(), managed=access, **capture_settings(extra))
+        return ApiSource(base_url=access.base_url(), managed=access, **capture_settings(extra, conn_id))
     except (TypeError, ValueError) as exc:
         raise ConnectionConfigError(f"connection {conn_id!r} is not usable: {exc}") from None
 

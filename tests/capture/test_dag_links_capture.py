@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.helpers import FIXTURES
+from support.helpers import FIXTURES, fingerprint_without_deadlines
 
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, capture
 from airflow_provider_coremodels.core import audit, build_document
@@ -25,15 +25,24 @@ pytestmark = pytest.mark.airflow_server
 
 
 @pytest.fixture(scope="module")
-def captured():
+def server():
     from support.airflow_server import AirflowApiServer
 
-    with AirflowApiServer(FIXTURES / "link_dags") as server:
-        source = ApiSource(server.base_url, username=server.username, password=server.password)
-        with AirflowApiClient(source) as client:
-            result = capture(client)
+    with AirflowApiServer(FIXTURES / "link_dags") as running:
+        yield running
+
+
+def capture_of(server, **settings):
+    source = ApiSource(server.base_url, username=server.username, password=server.password, **settings)
+    with AirflowApiClient(source) as client:
+        result = capture(client)
     estate = result.estate()
     return result, estate, build_document(estate, audit(estate))
+
+
+@pytest.fixture(scope="module")
+def captured(server):
+    return capture_of(server)
 
 
 def test_known_targets_are_edges_between_dags(captured) -> None:
@@ -119,3 +128,28 @@ def test_the_deadline_rule_judges_every_dag(captured) -> None:
     assert [
         (f["subject"], f["detail"]) for f in document["findings"] if f["code"] == "policy-no-deadline"
     ] == [("revalue_ledger", "deadline alerts: late-close: 2h after DagRunQueuedAtDeadline")]
+
+
+def test_deadline_alerts_turned_off_are_not_asked_for_and_said_unknown(server, captured) -> None:
+    """``deadline_alerts=False`` (the connection's extra, ``--no-deadline-alerts``): no request per
+    DAG, no DAG carries alerts (unknown, not none), one record says why, the rules' check judges
+    no DAG, and everything else is the capture with them."""
+    result, estate, document = capture_of(server, deadline_alerts=False)
+    assert result.summary.deadlines == 0
+    assert "deadline alerts" not in result.summary.line()
+    assert result.summary.requests == captured[0].summary.requests - 9
+    assert not [d.identity for d in estate.dags() if DEADLINE_KEY in d.metadata]
+    assert [r["message"] for r in document["lossiness"] if "deadline" in r["message"]] == [
+        "deadline alerts unknown: not read, as the source asks (the connection's deadline_alerts "
+        "extra is false, or --no-deadline-alerts); the rules' deadline check is not judged"
+    ]
+    policy = rules_from_value([{"code": "policy-deadline", "require": {"deadline": True}}])
+    judged = build_document(estate, audit(estate, policy=policy))
+    assert not [f for f in judged["findings"] if f["code"] == "policy-deadline"]
+    assert judged["policy"]["notChecked"] == {"deadline alerts unknown": 9}
+    with_alerts = captured[2]
+    assert document["lineage"] == with_alerts["lineage"]
+    assert document["findings"] == with_alerts["findings"]
+    # the fingerprint is that of a capture that cannot read them (a line before 3.3, MWAA)
+    assert document["fingerprint"] == fingerprint_without_deadlines(captured[1])
+    assert document["fingerprint"] != with_alerts["fingerprint"]

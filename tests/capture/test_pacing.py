@@ -402,6 +402,7 @@ def test_the_pacing_option_reaches_the_source() -> None:
         pacing="fixed",
         pacing_share=0.8,
         timeout=None,
+        no_deadline_alerts=False,
     )
     source = api_source(args)
     assert (source.concurrency, source.pacing, source.pacing_share) == (4, "fixed", 0.8)

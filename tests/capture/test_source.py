@@ -78,6 +78,14 @@ def test_hook_reads_a_connection_from_the_environment(monkeypatch) -> None:
     assert (source.username, source.password, source.token) == ("exporter", "pw", None)
     assert (source.concurrency, source.read_timeout, source.verify) == (16, 30.0, "/etc/ca.pem")
     assert (source.pacing, source.pacing_share) == ("adaptive", 0.75)
+    assert source.deadline_alerts is True  # read unless the connection says not to
+
+
+@pytest.mark.parametrize("value", [False, "false", "False"])
+def test_a_connection_can_turn_the_deadline_alerts_off(monkeypatch, value) -> None:
+    """The form stores a boolean; a connection URI or JSON written by hand, often the text."""
+    conn_env(monkeypatch, "api", host="h", login="u", password="p", extra={"deadline_alerts": value})
+    assert AirflowApiHook("api").get_source().deadline_alerts is False
 
 
 def test_numeric_extras_a_form_left_empty_take_their_defaults(monkeypatch) -> None:
@@ -103,6 +111,7 @@ def test_hook_password_without_login_is_a_bearer_token(monkeypatch) -> None:
         ({"concurrency": "lots"}, "is not usable"),
         ({"pacing_share": 2}, "is not usable: pacing_share must be over 0 and at most 1, got 2"),
         ({"token": 5}, "extra 'token' must be a string"),
+        ({"deadline_alerts": "sometimes"}, "connection 'api': extra 'deadline_alerts' must be true or false"),
     ],
 )
 def test_hook_rejects_bad_extras_clearly(monkeypatch, extra: dict, message: str) -> None:
@@ -204,3 +213,15 @@ def test_secrets_are_scrubbed_from_log_records_and_messages(caplog: pytest.LogCa
     client_log.warning("server said %s", "hunter2-pw rejected")
     assert caplog.records[-1].getMessage() == "server said *** rejected"
     assert SECRETS.scrub("echo: hunter2-pw") == "echo: ***"
+
+
+def test_no_deadline_alerts_on_the_command_line_turns_them_off() -> None:
+    from airflow_provider_coremodels.cli.commands import api_source
+    from airflow_provider_coremodels.cli.main import build_parser
+
+    for command in (["capture", "--out", "o"], ["export", "--sink", "s"]):
+        on = build_parser().parse_args([*command, "--base-url", "http://127.0.0.1:1"])
+        off = build_parser().parse_args(
+            [*command, "--base-url", "http://127.0.0.1:1", "--no-deadline-alerts"]
+        )
+        assert (api_source(on).deadline_alerts, api_source(off).deadline_alerts) == (True, False)
