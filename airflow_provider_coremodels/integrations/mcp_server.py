@@ -133,8 +133,8 @@ def build_server(queries: SnapshotQueries) -> MCPServer[Any]:
         """Start here: what this snapshot of the Airflow estate is. Its fingerprint, capture time,
         Airflow and API version, deployment (or merged deployments), counts (DAGs, paused DAGs,
         assets, tasks, lineage edges), finding counts by severity and by code (open and waived),
-        the baseline given at start-up, and a page of lossiness records (what the capture could not
-        represent)."""
+        the baseline given at start-up, the teams of the rules file (with open findings per team),
+        and a page of lossiness records (what the capture could not represent)."""
         return queries.facts(lossiness_offset=lossiness_offset, lossiness_limit=lossiness_limit)
 
     @server.tool(title="List findings", annotations=READ_ONLY)
@@ -159,21 +159,31 @@ def build_server(queries: SnapshotQueries) -> MCPServer[Any]:
                 description="Waived (accepted) findings: include them (marked), exclude them, or only them."
             ),
         ] = "include",
+        team: Annotated[
+            str | None,
+            Field(
+                max_length=200,
+                description="Only this team's findings: a team of the rules file (snapshot_facts "
+                "lists them) or unowned.",
+            ),
+        ] = None,
         offset: Offset = 0,
         limit: Limit = DEFAULT_LIMIT,
     ) -> JSON:
         """The audit's findings on this snapshot (ownership, descriptions, unproduced assets,
         paused producers starving active consumers, stale assets, failing producers, ...), filtered
-        by minimum severity, code, section and a subject glob. A waived finding carries
-        `waived: {reason, expires}`. Sorted by section, code and subject, as the snapshot lists
-        them; `counts` covers every match, not just the page. Coverage and drift against a
-        baseline come from drift_from_baseline."""
+        by minimum severity, code, section, team and a subject glob. A waived finding carries
+        `waived: {reason, expires}`; where the rules file names teams, each finding its `team`.
+        Sorted by section, code and subject, as the snapshot lists them; `counts` covers every
+        match, not just the page. Coverage and drift against a baseline come from
+        drift_from_baseline."""
         return queries.findings_page(
             severity=severity,
             code=code,
             subject=subject,
             section=section,
             waived=waived,
+            team=team,
             offset=offset,
             limit=limit,
         )

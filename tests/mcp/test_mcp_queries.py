@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import artifact_paths, document_for, recorded_document
+from support.helpers import artifact_paths, as_served, document_for, recorded_document
 
 from airflow_provider_coremodels.core.checks.waivers import Waiver
 from airflow_provider_coremodels.core.snapshots.document import encode
@@ -539,3 +539,62 @@ def test_the_answers_quote_no_credential_of_an_import_error_or_a_description() -
     assert leaks(answers) == []
     details = " ".join(f["detail"] for f in found["findings"]["items"])
     assert [s.name for s in SHAPES if shape_file(s) not in answers or s.kept not in details] == []
+
+
+# -- teams ----------------------------------------------------------------------------------
+
+
+def team_document() -> dict[str, Any]:
+    """Two teams of the rules file and a DAG of neither: ingest's DAG and finance's each lack a
+    description, and legacy (owned by ``ingest_legacy``, no substring match) is unowned."""
+    from airflow_provider_coremodels.core import audit, build_document, parse_artifacts
+    from airflow_provider_coremodels.core.checks.policy import parse_rules
+
+    dags = [
+        {"dag_id": "load", "owners": ["ingest"], "description": None, "tags": []},
+        {"dag_id": "report", "owners": ["carol"], "description": None, "tags": [{"name": "finance"}]},
+        {"dag_id": "legacy", "owners": ["ingest_legacy"], "description": None, "tags": []},
+    ]
+    tasks = {d["dag_id"]: {"tasks": [{"task_id": "t", "operator_name": "BashOperator"}]} for d in dags}
+    served_dags, served_assets = as_served(dags, {"assets": []})
+    estate = parse_artifacts(
+        json.dumps(served_dags).encode(), json.dumps(tasks).encode(), json.dumps(served_assets).encode()
+    )
+    rules = "teams:\n  ingest: {owners: [ingest]}\n  finance: {tags: [finance]}\n"
+    return build_document(estate, audit(estate, policy=parse_rules(rules)))
+
+
+def test_findings_are_filtered_by_team_and_the_facts_name_the_teams() -> None:
+    served = queries(team_document())
+    subjects = {
+        team: sorted({f["subject"] for f in served.findings_page(team=team, limit=100)["findings"]["items"]})
+        for team in ("ingest", "finance", "unowned")
+    }
+    assert subjects == {"ingest": ["load"], "finance": ["report"], "unowned": ["legacy"]}
+    answer = served.findings_page(team="finance", code="dag-no-description")
+    assert answer["filters"]["team"] == "finance"
+    assert [f["team"] for f in answer["findings"]["items"]] == [["finance"]]
+    facts = served.facts()
+    assert facts["teams"] == ["ingest", "finance"]
+    by_team = facts["findings"]["openByTeam"]
+    assert list(by_team) == ["ingest", "finance", "unowned"]
+    assert sum(by_team.values()) == facts["findings"]["open"]  # each finding here is of one team
+
+
+def test_a_team_the_snapshot_does_not_name_is_a_clear_error() -> None:
+    with pytest.raises(
+        QueryError, match=r"^crm: no such team; the teams are ingest, finance \(and unowned\)$"
+    ):
+        queries(team_document()).findings_page(team="crm")
+    untagged = queries(recorded_document())
+    assert untagged.facts()["teams"] is None
+    assert untagged.facts()["findings"]["openByTeam"] is None
+    with pytest.raises(QueryError, match="crm: this snapshot names no teams"):
+        untagged.findings_page(team="crm")
+
+
+def test_a_stored_findings_team_of_the_wrong_shape_is_refused() -> None:
+    document = team_document()
+    document["findings"][0]["team"] = "ingest"
+    with pytest.raises(SnapshotDocumentError, match=r"findings\[0\]\.team: expected a list of team names"):
+        queries(document)

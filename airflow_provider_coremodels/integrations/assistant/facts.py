@@ -7,6 +7,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from airflow_provider_coremodels.core.checks.teams import (
+    UNOWNED,
+    checked_team,
+    document_teams,
+    finding_teams,
+    of_team,
+)
 from airflow_provider_coremodels.core.estate.model import DAG
 from airflow_provider_coremodels.core.estate.rules import (
     most_severe_first,
@@ -20,6 +27,7 @@ from airflow_provider_coremodels.integrations.assistant.answers import (
     JSON,
     MAX_LIMIT,
     Kind,
+    QueryError,
     WaivedFilter,
     _claimed,
     _counts,
@@ -83,8 +91,10 @@ class FactsQuestions(SnapshotIndex):
                 "waived": sum(1 for f in self.findings if f.get("waived")),
                 "bySeverity": by_severity,
                 "openByCode": dict(sorted(codes.items())),
+                "openByTeam": self._open_by_team(),
                 "source": self.findings_source,
             },
+            "teams": list(teams) if (teams := self._teams()) is not None else None,
             "baseline": (
                 {"source": baseline.source, "fingerprint": baseline.baseline.fingerprint}
                 if baseline
@@ -106,11 +116,20 @@ class FactsQuestions(SnapshotIndex):
         subject: str | None = None,
         section: str | None = None,
         waived: WaivedFilter = "include",
+        team: str | None = None,
         offset: int = 0,
         limit: int = DEFAULT_LIMIT,
     ) -> JSON:
-        """The findings at or above ``severity``, of ``code``, whose subject matches the glob ``subject``."""
+        """The findings at or above ``severity``, of ``code``, whose subject matches the glob ``subject``,
+        of ``team`` (one the rules file names, or ``unowned``) when given."""
+        if team is not None:
+            try:
+                team = checked_team(team.strip(), self._teams(), "this snapshot")
+            except ValueError as exc:
+                raise QueryError(str(exc).removeprefix("--team ")) from None
         selected = self._filter(self.findings, self._ranks, severity, code, subject, section, waived)
+        if team is not None:
+            selected = of_team(selected, team)
         return {
             "filters": {
                 "severity": severity,
@@ -118,11 +137,27 @@ class FactsQuestions(SnapshotIndex):
                 "subject": subject,
                 "section": section,
                 "waived": waived,
+                "team": team,
             },
             "source": self.findings_source,
             "counts": _counts(selected),
             "findings": page(selected, offset, limit),
         }
+
+    def _teams(self) -> tuple[str, ...] | None:
+        """The teams the findings were audited with (the rules file's, in file order), or None."""
+        return document_teams({"policy": self.head.policy})
+
+    def _open_by_team(self) -> dict[str, int] | None:
+        """Open findings per team (a finding of two teams counts for each), or None without teams."""
+        teams = self._teams()
+        if teams is None:
+            return None
+        counts: Counter[str] = Counter()
+        for finding in self.findings:
+            if not finding.get("waived"):
+                counts.update(finding_teams(finding))
+        return {name: counts[name] for name in (*teams, UNOWNED) if counts[name]}
 
     # -- a dataset -----------------------------------------------------------------------
 

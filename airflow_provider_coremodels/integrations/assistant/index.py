@@ -118,6 +118,11 @@ def _stored_finding(finding: dict[str, Any], i: int) -> JSON:
                 f"has an invalid findings[{i}].waived: expected an object with a reason and an expiry"
             )
         out["waived"] = {"reason": waived.get("reason"), "expires": waived.get("expires")}
+    team = finding.get("team")
+    if team is not None:
+        if not isinstance(team, list) or not all(isinstance(name, str) for name in team):
+            raise SnapshotDocumentError(f"has an invalid findings[{i}].team: expected a list of team names")
+        out["team"] = list(team)
     return out
 
 
