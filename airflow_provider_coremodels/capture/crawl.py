@@ -62,6 +62,8 @@ ProgressCallback = Callable[[int, int], None]
 DEPENDENCIES_PATH = "/ui/dependencies"
 #: A DAG's deadline alerts, served to the UI one DAG at a time (Airflow 3.3+; core/reading/deadlines.py).
 DEADLINE_ALERTS_PATH = "/ui/dags/{dag_id}/deadlineAlerts"
+#: Airflow 2's API has no owner links in any DAG answer, its details included (recorded on 2.11).
+OWNER_LINKS_UNSEEN_V1 = "owner links (owner_links) unknown: Airflow 2's REST API shows them for no DAG"
 DEADLINES_NOT_READ = (
     "deadline alerts unknown: not read, as the source asks (the connection's deadline_alerts extra "
     "is false, or --no-deadline-alerts); the rules' deadline check is not judged"
@@ -381,7 +383,9 @@ class _Crawl:
         if deadline_record is not None:
             self.lossiness.append(deadline_record)
         linked = any("owner_links" in found for found in self.details.values())
-        if linked and len(self.details_asked) < len(dags.items):  # the deployment uses them
+        if not self.v2 and dags.items:
+            self.lossiness.append(Lossiness("dags", OWNER_LINKS_UNSEEN_V1))
+        elif linked and len(self.details_asked) < len(dags.items):  # the deployment uses them
             self.lossiness.append(self._owner_links_record(len(dags.items)))
         # What the capture could not get rides in the files too: an offline audit of them says it.
         dags_doc["lossiness"] = [

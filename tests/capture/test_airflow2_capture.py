@@ -46,12 +46,13 @@ def test_v1_capture_matches_the_fixtures(max_page_limit: int) -> None:
     assert document["fingerprint"] == fixture_document()["fingerprint"]
     assert document["findings"] == fixture_document()["findings"]
     # what Airflow 2 cannot tell is said, not guessed: the latest run states, deadline alerts
-    # (Airflow 2 has none), and task inlets (the offline parse of the fixtures, which list no import
-    # errors, says that too)
+    # (Airflow 2 has none), owner links (its API shows none), and task inlets (the offline parse of
+    # the fixtures, which list no import errors, says that too)
     inlets = "task inlets unknown: this Airflow's API lists no consuming_tasks"
     assert [r["message"].split(" (")[0] for r in document["lossiness"]] == [
         "deadline alerts unknown: Airflow 2.10.5 has no deadline alerts",
         "latest run states unknown on Airflow 2",
+        "owner links",
         inlets,
     ]
     assert [r["message"].split(" (")[0] for r in fixture_document()["lossiness"]] == [

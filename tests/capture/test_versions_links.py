@@ -167,7 +167,7 @@ def test_every_link_the_line_cannot_show_is_one_record_naming_its_task(line: str
 @pytest.mark.parametrize("line", LINES)
 def test_owner_links(line: str) -> None:
     """``owned_by_team``'s details are read (it has no description); ``owned_described``'s are not,
-    on any line. Airflow 2's details have no ``owner_links``."""
+    on any line. Airflow 2's details have no ``owner_links``: one record says so."""
     replay = replayed(line)
     dags = {d.identity: d for d in replay.estate.dags()}
     links = dags["owned_by_team"].metadata.get(OWNER_LINKS_KEY)
@@ -176,6 +176,9 @@ def test_owner_links(line: str) -> None:
         assert any(r["message"].startswith("owner links") for r in replay.document["lossiness"])
     else:
         assert links is None
+        assert [
+            r["message"] for r in replay.document["lossiness"] if r["message"].startswith("owner links")
+        ] == ["owner links (owner_links) unknown: Airflow 2's REST API shows them for no DAG"]
     assert OWNER_LINKS_KEY not in dags["owned_described"].metadata
 
 
