@@ -322,7 +322,8 @@ def test_upstream_impact_walks_against_the_data_with_the_same_answer_shape() -> 
     assert served.impact("A", upstream=True)["affected"]["total"] == 0
 
 
-def test_upstream_impact_marks_the_trigger_and_the_sensor_it_came_through() -> None:
+def linked_document() -> dict[str, Any]:
+    """load triggers reconcile (task kick); month_end waits on reconcile (task wait): no asset."""
     from airflow_provider_coremodels.core import audit, build_document, build_estate
 
     dags = [
@@ -344,7 +345,11 @@ def test_upstream_impact_marks_the_trigger_and_the_sensor_it_came_through() -> N
         tasks,
         {"assets": [], "dependencies": {"edges": graph}},
     )
-    impact = queries(build_document(estate, audit(estate))).impact("month_end", upstream=True)
+    return build_document(estate, audit(estate))
+
+
+def test_upstream_impact_marks_the_trigger_and_the_sensor_it_came_through() -> None:
+    impact = queries(linked_document()).impact("month_end", upstream=True)
     assert [(a["identity"], a["reachedFrom"], a.get("via")) for a in impact["affected"]["items"]] == [
         ("reconcile", "month_end", "sensor"),
         ("load", "reconcile", "trigger"),
@@ -495,28 +500,7 @@ def test_rules_given_to_the_server_re_audit_the_stored_estate() -> None:
 def test_impact_follows_a_trigger_and_a_sensor_and_says_which() -> None:
     """A DAG's impact reaches the DAG it triggers and the DAG that waits on it, each marked with the
     link it was reached by; the DAG's neighbours say it too."""
-    from airflow_provider_coremodels.core import audit, build_document, build_estate
-
-    dags = [
-        {"dag_id": dag_id, "is_paused": False, "owners": ["team"], "description": "d"}
-        for dag_id in ("load", "reconcile", "month_end")
-    ]
-    graph = [
-        {"source_id": "dag:load", "target_id": "trigger:load:reconcile:kick"},
-        {"source_id": "trigger:load:reconcile:kick", "target_id": "dag:reconcile"},
-        {"source_id": "dag:reconcile", "target_id": "sensor:reconcile:month_end:wait"},
-        {"source_id": "sensor:reconcile:month_end:wait", "target_id": "dag:month_end"},
-    ]
-    tasks = {
-        "load": [{"task_id": "kick", "class_ref": {"class_name": "TriggerDagRunOperator"}}],
-        "month_end": [{"task_id": "wait", "class_ref": {"class_name": "ExternalTaskSensor"}}],
-    }
-    estate = build_estate(
-        {"dags": dags, "import_errors": [], "includes_stale": True},
-        tasks,
-        {"assets": [], "dependencies": {"edges": graph}},
-    )
-    served = queries(build_document(estate, audit(estate)))
+    served = queries(linked_document())
     impact = served.impact("load")
     assert [
         (a["identity"], a["distance"], a["reachedFrom"], a.get("via")) for a in impact["affected"]["items"]
