@@ -49,6 +49,7 @@ class FactsQuestions(SnapshotIndex):
     def facts(self, *, lossiness_offset: int = 0, lossiness_limit: int = 20) -> JSON:
         """What the snapshot is: where it came from, its counts and facts, and what its audit found."""
         state = self.head.state
+        teams = self._teams()
         by_severity: dict[str, dict[str, int]] = {}
         for severity in most_severe_first(f["severity"] for f in self.findings):
             by_severity[severity] = {"open": 0, "waived": 0}
@@ -91,10 +92,10 @@ class FactsQuestions(SnapshotIndex):
                 "waived": sum(1 for f in self.findings if f.get("waived")),
                 "bySeverity": by_severity,
                 "openByCode": dict(sorted(codes.items())),
-                "openByTeam": self._open_by_team(),
+                "openByTeam": None if teams is None else self._open_by_team(teams),
                 "source": self.findings_source,
             },
-            "teams": list(teams) if (teams := self._teams()) is not None else None,
+            "teams": None if teams is None else list(teams),
             "baseline": (
                 {"source": baseline.source, "fingerprint": baseline.baseline.fingerprint}
                 if baseline
@@ -148,11 +149,8 @@ class FactsQuestions(SnapshotIndex):
         """The teams the findings were audited with (the rules file's, in file order), or None."""
         return document_teams({"policy": self.head.policy})
 
-    def _open_by_team(self) -> dict[str, int] | None:
-        """Open findings per team (a finding of two teams counts for each), or None without teams."""
-        teams = self._teams()
-        if teams is None:
-            return None
+    def _open_by_team(self, teams: Sequence[str]) -> dict[str, int]:
+        """Open findings per team of ``teams``, then ``unowned`` (a finding of two teams counts for each)."""
         counts: Counter[str] = Counter()
         for finding in self.findings:
             if not finding.get("waived"):
