@@ -15,29 +15,38 @@ warnings the dag-processor and scheduler write) is named in :attr:`FolderArtifac
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_coremodels.capture.crawl import reduce_import_error, unseen_deadlines
+from airflow_provider_coremodels.capture.sandbox import (
+    AIRFLOW_HOME_INSIDE,
+    Isolation,
+    bwrap_command,
+    choose,
+    parse_environment,
+)
 from airflow_provider_coremodels.core import Lossiness
 from airflow_provider_coremodels.core.reading.parse import scheduled_on_assets
+from airflow_provider_coremodels.core.estate.text import printable
 from airflow_provider_coremodels.errors import InputError
+from airflow_provider_coremodels.io.input_files import Unreadable, read_bounded
 from airflow_provider_coremodels.redaction import SECRETS
 
 #: The parse server, run as a script: ``python -m`` would import this package (and ``requests``)
 #: into the process that runs the DAG code, a quarter of a second of its start and state it needs not.
 WORKER = Path(__file__).with_name("dag_folder_worker.py")
 DEFAULT_BUNDLE = "dags-folder"
-#: What the parse server needs beyond the files' own time: its start-up (Airflow's import).
-_STARTUP_SECONDS = 120.0
+#: The whole parse's default deadline (``--parse-deadline``): the listing, every file, the mapping.
+DEFAULT_DEADLINE = 600.0
 
 
 class DagFolderError(InputError):
@@ -59,6 +68,8 @@ class FolderArtifacts:
     lossiness: tuple[Lossiness, ...]  # what the code shows that no API does, or lacks
     #: where the parse server's seconds went: its start (Airflow's import), warm-up, files, mapping
     timings: dict[str, float] = field(default_factory=dict)
+    #: the isolation the DAG code had (a sandbox, or a process only, and why)
+    isolation: Isolation = field(default_factory=lambda: Isolation("process", "not said"))
 
 
 def parse_dag_folder(
@@ -73,6 +84,11 @@ def parse_dag_folder(
     withheld_env: Iterable[str] = (),
     memory: int | None = None,
     python: str | None = None,
+    sandbox: str | Isolation = "auto",
+    deadline: float | None = None,
+    passed_env: Iterable[str] = (),
+    hidden: Iterable[str] = (),
+    limits: ParseLimits | None = None,
 ) -> FolderArtifacts:
     """Parse the DAG files under ``folder`` as the dag-processor would, each file isolated.
 
@@ -81,76 +97,173 @@ def parse_dag_folder(
     deployment, so each ``fileloc`` is what the deployment shows (default: the local path);
     ``paused``: the paused flags a baseline knows, a DAG it lacks paused as
     ``paused_at_creation`` (default ``[core] dags_are_paused_at_creation``) or its own
-    ``is_paused_upon_creation`` say; ``withheld_env``: environment variables the DAG code must
-    not see; ``memory``: the address space (bytes) a file's parse may add before its
-    allocations fail (default 4 GiB); ``python``: the interpreter (default this one).
+    ``is_paused_upon_creation`` say; ``memory``: the address space (bytes) a file's parse may
+    add before its allocations fail (default 4 GiB); ``python``: the interpreter (default this one).
+
+    ``sandbox``: ``auto``, ``require`` or ``off`` (``sandbox.choose``), or an isolation already
+    chosen; ``deadline``: seconds the whole parse may take, the listing included (default
+    :data:`DEFAULT_DEADLINE`); ``passed_env``: variables the DAG code is given beside the
+    allow list (``--parse-env``), less those in ``withheld_env``; ``hidden``: what the run reads
+    or writes, which must not exist in the sandbox (the working directory is always hidden).
     """
+    started = time.monotonic()
     root = Path(folder)
     if not root.is_dir():
         raise DagFolderError("is not a directory", os.fspath(folder))
     root = root.resolve()
+    isolation = sandbox if isinstance(sandbox, Isolation) else choose(sandbox)
+    limits = limits or ParseLimits()
+    seconds = DEFAULT_DEADLINE if deadline is None else float(deadline)
     withheld = set(withheld_env)
-    env = {key: value for key, value in os.environ.items() if key not in withheld}
-    # Airflow's INFO lines of each file's parse would go nowhere (a child's output is discarded)
-    # and cost a tenth of its time
-    env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
-    if timeout is not None:  # Airflow's own per-file timeout (SIGALRM) agrees with the deadline
-        env["AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT"] = f"{float(timeout):g}"
+    python = python or sys.executable
+    inside = isolation.kind == "sandbox"
     with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
-        out = os.path.join(scratch, "result.json")
-        concurrency = workers or os.cpu_count() or 1
+        home = AIRFLOW_HOME_INSIDE if inside else os.path.join(scratch, "airflow")
+        if not inside:
+            os.mkdir(home)
+        env = parse_environment(os.environ, [n for n in passed_env if n not in withheld], home=home)
+        # Airflow's INFO lines of each file's parse would go nowhere (a child's output is
+        # discarded) and cost a tenth of its time
+        env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
+        if timeout is not None:  # Airflow's own per-file timeout (SIGALRM) agrees with the deadline
+            env["AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT"] = f"{float(timeout):g}"
         request: dict[str, Any] = {
             "folder": str(root),
             "bundle": bundle,
             "timeout": timeout,
-            "workers": concurrency,
+            "workers": workers or os.cpu_count() or 1,
             "deployed_root": deployed_root.rstrip("/") if deployed_root else None,
             "paused": dict(paused or {}),
             "paused_at_creation": paused_at_creation,
             "memory": 4 << 30 if memory is None else memory,
-            "out": out,
+            "sandboxed": inside,
+            **limits.request(),
         }
-        budget = _STARTUP_SECONDS + _budget(root, timeout, concurrency)
-        with open(os.path.join(scratch, "stderr"), "w+b") as errors:
-            try:
-                subprocess.run(  # our own worker, in this interpreter
-                    [python or sys.executable, str(WORKER)],
-                    input=json.dumps(request).encode(),
-                    stdout=errors,
-                    stderr=errors,
-                    env=env,
-                    cwd=scratch,
-                    timeout=budget,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise DagFolderError(f"was not parsed within {budget:g} s", str(root)) from exc
-            try:
-                with open(out, encoding="utf-8") as handle:
-                    result = json.load(handle)
-            except (OSError, ValueError) as exc:
-                errors.seek(max(0, os.path.getsize(errors.name) - 2000))
-                tail = errors.read().decode(errors="replace").strip().splitlines()
-                why = SECRETS.scrub(tail[-1]) if tail else "no output"
-                raise DagFolderError(f"could not be parsed: {why}", str(root)) from exc
+        if inside:
+            assert isolation.bwrap is not None
+            hide = [os.getcwd(), scratch, *hidden, *_ci_files(os.environ)]
+            command = bwrap_command(
+                isolation.bwrap, python=python, worker=str(WORKER), folder=str(root), hidden=hide
+            )
+        else:
+            command = [python, str(WORKER)]
+        result = _run(command, request, env, scratch, root, seconds - (time.monotonic() - started), limits)
     if "error" in result:
         lines = str(result["error"]).strip().splitlines()
         why = SECRETS.scrub(lines[-1]) if lines else "no error text"
         raise DagFolderError(f"could not be parsed: {why}", str(root))
-    dags = result["dags"]
-    dags["dags"] = [_as_captured(entry) for entry in dags["dags"]]
-    dags["import_errors"] = [reduce_import_error(entry) for entry in dags["import_errors"]]
-    dags["lossiness"] = []
-    return FolderArtifacts(
-        dags=dags,
-        tasks=result["tasks"],
-        datasets=result["datasets"],
-        airflow_version=result["airflow_version"],
-        files=int(result["files"]),
-        lines=_Lines(root, result["paths"]),
-        lossiness=tuple(_records(result, paused is not None)),
-        timings=dict(result.get("timings") or {}),
-    )
+    try:
+        dags = result["dags"]
+        dags["dags"] = [_as_captured(entry) for entry in dags["dags"]]
+        dags["import_errors"] = [reduce_import_error(entry) for entry in dags["import_errors"]]
+        dags["lossiness"] = []
+        return FolderArtifacts(
+            dags=dags,
+            tasks=result["tasks"],
+            datasets=result["datasets"],
+            airflow_version=result["airflow_version"],
+            files=int(result["files"]),
+            lines={
+                str(k): v
+                for k, v in result["lines"].items()
+                if isinstance(v, int) and not isinstance(v, bool)
+            },
+            lossiness=tuple(_records(result, paused is not None)),
+            timings=dict(result.get("timings") or {}),
+            isolation=isolation,
+        )
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise DagFolderError(f"gave an answer that is not a parse ({type(exc).__name__})", str(root)) from None
+
+
+def _run(
+    command: list[str],
+    request: dict[str, Any],
+    env: dict[str, str],
+    scratch: str,
+    root: Path,
+    seconds: float,
+    limits: ParseLimits,
+) -> dict[str, Any]:
+    """Run the parse server within ``seconds``; its answer, read within the run's bound, from a
+    file only it holds open (a descriptor it closes in every child before DAG code runs)."""
+    if seconds <= 0:
+        raise DagFolderError(f"was not parsed within --parse-deadline ({seconds:g} s left)", str(root))
+    answer_path = os.path.join(scratch, "answer")
+    errors_path = os.path.join(scratch, "stderr")
+    with open(answer_path, "w+b") as answer, open(errors_path, "w+b") as errors:
+        request = {**request, "answer_fd": answer.fileno()}
+        try:
+            finished = subprocess.run(  # our own worker, in bwrap or a plain process
+                command,
+                input=json.dumps(request).encode(),
+                stdout=errors,
+                stderr=errors,
+                env=env,
+                cwd=scratch,
+                timeout=seconds,
+                pass_fds=(answer.fileno(),),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise DagFolderError(
+                f"was not parsed within its deadline of {seconds:g} s (--parse-deadline)", str(root)
+            ) from None
+        if finished.returncode != 0:  # killed from inside, or failed: never a clean result
+            raise DagFolderError(f"could not be parsed: {_tail(errors_path, finished.returncode)}", str(root))
+        try:
+            data = read_bounded(answer_path, limits.answer_bytes, limit_name="the parse's answer")
+            result = json.loads(data)
+        except (Unreadable, ValueError) as exc:
+            raise DagFolderError(f"could not be parsed: the parse server's answer {exc}", str(root)) from None
+    if not isinstance(result, dict):
+        raise DagFolderError("could not be parsed: the parse server's answer is not an object", str(root))
+    return result
+
+
+def _tail(errors_path: str, code: int) -> str:
+    """The last line the parse server wrote, scrubbed and escaped, and how it ended."""
+    ended = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+    try:
+        with open(errors_path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(errors_path) - 2000))
+            said = handle.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        said = []
+    last = printable(SECRETS.scrub(said[-1]))[:300] if said else "no output"
+    return f"the parse server ended ({ended}): {last}"
+
+
+def _ci_files(environ: Mapping[str, str]) -> list[str]:
+    """The files a CI step writes its results and settings through: never the DAG code's to see."""
+    names = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")
+    return [environ[name] for name in names if environ.get(name)]
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """What a parse may produce: each file's answer, all answers held, a DAG file's size, what a
+    file's code may write to one file, and the processes it may run."""
+
+    file_answer_bytes: int = 32 << 20
+    run_answer_bytes: int = 256 << 20
+    file_bytes: int = 16 << 20
+    written_bytes: int = 64 << 20
+    processes: int = 0  # 0: not bounded by RLIMIT_NPROC (see docs/premerge.md)
+
+    def request(self) -> dict[str, int]:
+        return {
+            "max_answer": self.file_answer_bytes,
+            "max_answers": self.run_answer_bytes,
+            "max_file": self.file_bytes,
+            "max_written": self.written_bytes,
+            "processes": self.processes,
+        }
+
+    @property
+    def answer_bytes(self) -> int:
+        """The parse server's whole answer: every file's, and the mapping around them."""
+        return 2 * self.run_answer_bytes + (16 << 20)
 
 
 def _as_captured(entry: dict[str, Any]) -> dict[str, Any]:
@@ -170,13 +283,6 @@ def _as_captured(entry: dict[str, Any]) -> dict[str, Any]:
     if (on_assets or undescribed) and isinstance(links, dict) and links:
         dag["owner_links"] = links
     return dag
-
-
-def _budget(root: Path, timeout: float | None, workers: int) -> float:
-    """A bound on the whole parse: every file at its deadline, ``workers`` at a time."""
-    per_file = (timeout if timeout is not None else 30.0) * 1.2 + 5.0
-    count = sum(1 for _ in root.rglob("*") if _.suffix in (".py", ".zip"))
-    return per_file * (count // max(1, workers) + 1)
 
 
 #: What no parse knows: a baseline gives it (``premerge.py`` says so instead, where one is given).
@@ -219,83 +325,17 @@ def _records(result: Mapping[str, Any], baseline_paused: bool) -> list[Lossiness
                 "first, taken here as the first in file order",
             )
         )
+    for name in result.get("refused_files") or []:
+        records.append(
+            Lossiness(
+                "dags",
+                f"{name}: its parse gave more than a file may (or than the run may hold), refused before "
+                "it was held; it reads as an import error",
+                name,
+            )
+        )
     for duplicate in result.get("duplicates") or []:
         records.append(
             Lossiness("dags", f"DAG {duplicate} is defined twice: the first in file order is kept")
         )
     return records
-
-
-class _Lines(Mapping[str, int]):
-    """Where each DAG is defined, read from its file when first asked (a file's parse costs about a
-    millisecond, and SARIF asks for a few): a ``DAG(...)`` call naming it (by its first argument or
-    ``dag_id=``), a ``@dag`` function (its ``dag_id=`` or its name) or an ``@asset`` one. Best
-    effort: a DAG whose id is computed, or that lies in a zip file, has no line."""
-
-    def __init__(self, root: Path, paths: Mapping[str, str]) -> None:
-        self._root = root
-        self._paths = dict(paths)
-        self._files: dict[str, dict[str, int]] = {}
-
-    def _defined(self, relative: str) -> dict[str, int]:
-        if relative not in self._files:
-            try:
-                self._files[relative] = _definitions(ast.parse((self._root / relative).read_bytes()))
-            except (OSError, SyntaxError, ValueError):
-                self._files[relative] = {}
-        return self._files[relative]
-
-    def __getitem__(self, dag_id: str) -> int:
-        relative = self._paths.get(dag_id)
-        line = self._defined(relative).get(dag_id) if relative is not None else None
-        if line is None:
-            raise KeyError(dag_id)
-        return line
-
-    def __iter__(self) -> Iterator[str]:
-        return (dag_id for dag_id in self._paths if dag_id in self)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __contains__(self, dag_id: object) -> bool:
-        relative = self._paths.get(dag_id) if isinstance(dag_id, str) else None
-        return relative is not None and dag_id in self._defined(relative)
-
-    def __repr__(self) -> str:
-        return f"_Lines({dict(self)!r})"
-
-
-def _literal(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
-def _name(node: ast.AST) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else ""
-
-
-def _definitions(tree: ast.AST) -> dict[str, int]:
-    defined: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _name(node) == "DAG":
-            keyword = next((k.value for k in node.keywords if k.arg == "dag_id"), None)
-            dag_id = _literal(keyword) or (_literal(node.args[0]) if node.args else None)
-            if dag_id:
-                defined.setdefault(dag_id, node.lineno)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for decorator in node.decorator_list:
-                kind = _name(decorator)
-                if kind not in ("dag", "asset"):  # @asset: a one-task DAG named as the function
-                    continue
-                dag_id = node.name
-                if isinstance(decorator, ast.Call):
-                    key = "dag_id" if kind == "dag" else "name"
-                    keyword = next((k.value for k in decorator.keywords if k.arg == key), None)
-                    first = decorator.args[0] if decorator.args and kind == "dag" else None
-                    dag_id = _literal(keyword) or _literal(first) or dag_id
-                defined.setdefault(dag_id, decorator.lineno)
-    return defined

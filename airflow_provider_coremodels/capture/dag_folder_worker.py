@@ -16,6 +16,7 @@ meets no state of the provider.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
 import gc
@@ -24,11 +25,12 @@ import os
 import resource
 import select
 import signal
+import stat
 import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +64,7 @@ def _serializer() -> Any:
         return serialized_objects.SerializedDAG  # type: ignore[attr-defined,unused-ignore]
 
 
-def _pre_import(files: list[str]) -> None:
+def _pre_import(files: list[str], max_bytes: int) -> None:
     """Import, once in the parse server, the Airflow modules the files import, so each forked child
     starts with them (the dag-processor's ``[dag_processor] parsing_pre_import_modules``)."""
     import importlib
@@ -75,7 +77,10 @@ def _pre_import(files: list[str]) -> None:
     for path in files:
         if not path.endswith(".py"):
             continue
-        try:
+        try:  # only a regular file within the size a DAG file may be is read (never a FIFO)
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+                continue
             modules = list(iter_airflow_imports(path))
         except Exception:  # a file that does not compile: its child says so
             continue
@@ -367,64 +372,156 @@ def _keep_crashes_fatal() -> None:
     signal.signal = guarded  # type: ignore[assignment]
 
 
-def _parse_one(path: str, out: str, request: dict[str, Any]) -> bool:
-    """One file's parse, its outcome written to ``out`` (atomically: a crash leaves no half file);
-    whether the child is still fit for the next file: not after an import error, which may leave
-    anything behind (the memory a hoarding file holds, a half-imported module)."""
+def _parse_one(path: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One file's parse: its DAGs, import errors and asset references, and where its DAGs are
+    defined; a file that is not a regular file, or is over the size a DAG file may be, is not run."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        return {"failure": f"this file cannot be read: {exc.strerror or exc}"}
+    if not stat.S_ISREG(info.st_mode):
+        return {"failure": "this is not a regular file, so it was not parsed"}
+    if info.st_size > int(request["max_file"]):
+        return {"failure": f"this file is {info.st_size:,} bytes, over the {int(request['max_file']):,} a DAG file may be"}
     try:
         result: dict[str, Any] = _parse_file(path, request)
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else 1
-        result = {"failure": f"the parse of this file exited with code {status}"}
+        return {"failure": f"the parse of this file exited with code {status}"}
     except BaseException:  # a MemoryError outside Airflow's own handler, say
-        result = {"failure": traceback.format_exc(limit=-4)}
-    with open(out + ".part", "w", encoding="utf-8") as handle:
-        json.dump(result, handle, default=str)
-    os.replace(out + ".part", out)
-    return not (result.get("failure") or result.get("import_errors"))
+        return {"failure": traceback.format_exc(limit=-4)}
+    # where its DAGs are defined, for SARIF (a file with none has nothing to point at)
+    result["lines"] = _lines_of(path, int(request["max_file"])) if result["dags"] else {}
+    return result
 
 
-def _child(
-    orders: int, answers: int, files: list[str], scratch: str, request: dict[str, Any], limit: int | None
-) -> None:
-    """A forked child: parse the files the server names on ``orders``, one after another, each
-    outcome in a file of its own and its index back on ``answers``; leave without cleanup."""
+def _lines_of(path: str, max_bytes: int) -> dict[str, int]:
+    """Where each DAG of the file is defined, read as a regular file, without blocking, within the
+    size a DAG file may be: what SARIF points at. Best effort (``definitions``)."""
+    if not path.endswith(".py"):
+        return {}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return {}
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            source = handle.read(info.st_size + 1)
+    except (OSError, MemoryError):
+        return {}
+    finally:
+        os.close(fd)
+    if len(source) > max_bytes:
+        return {}
+    try:
+        return definitions(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+
+
+def _literal(node: ast.AST | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _name(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def definitions(tree: ast.AST) -> dict[str, int]:
+    """Where each DAG of a module is defined: a ``DAG(...)`` call naming it (by its first argument
+    or ``dag_id=``), a ``@dag`` function (its ``dag_id=`` or its name) or an ``@asset`` one. A DAG
+    whose id is computed, or that lies in a zip file, has no line."""
+    defined: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _name(node) == "DAG":
+            keyword = next((k.value for k in node.keywords if k.arg == "dag_id"), None)
+            dag_id = _literal(keyword) or (_literal(node.args[0]) if node.args else None)
+            if dag_id:
+                defined.setdefault(dag_id, node.lineno)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                kind = _name(decorator)
+                if kind not in ("dag", "asset"):  # @asset: a one-task DAG named as the function
+                    continue
+                dag_id = node.name
+                if isinstance(decorator, ast.Call):
+                    key = "dag_id" if kind == "dag" else "name"
+                    keyword = next((k.value for k in decorator.keywords if k.arg == key), None)
+                    first = decorator.args[0] if decorator.args and kind == "dag" else None
+                    dag_id = _literal(keyword) or _literal(first) or dag_id
+                defined.setdefault(dag_id, decorator.lineno)
+    return defined
+
+
+def _child(path: str, answer: int, request: dict[str, Any], limit: int | None) -> None:
+    """A forked child: parse one file, send its outcome on ``answer`` (an 8-byte length, then
+    JSON), and leave without cleanup. Before any DAG code runs it keeps only ``answer`` open (not
+    the server's result, nor another child's pipe), takes a session of its own, and the bounds."""
     code = 0
     try:
-        os.setpgid(0, 0)  # its own process group: a deadline kills what the DAG code started too
+        os.setsid()  # a session of its own: what the DAG code starts is found and ended by it
         _die_with_parent()
-        os.environ["_AIRFLOW_PROCESS_CONTEXT"] = "client"  # no ORM access from DAG code (3.3)
+        os.closerange(3, answer)
+        os.closerange(answer + 1, _MAX_FD)
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
+        os.close(devnull)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash dumps no core (slow, and DAG data)
         if limit is not None:
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        written = int(request["max_written"])  # no file it writes grows past this
+        resource.setrlimit(resource.RLIMIT_FSIZE, (written, written))
+        if request.get("processes"):
+            processes = int(request["processes"])
+            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+        os.environ["_AIRFLOW_PROCESS_CONTEXT"] = "client"  # no ORM access from DAG code (3.3)
+        folder = request["folder"]
+        if folder not in sys.path:  # as Airflow puts the bundle on the path: appended, in the child
+            sys.path.append(folder)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the bound fails, it does not kill
         _keep_crashes_fatal()
-        while True:
-            order = os.read(orders, 4)
-            if len(order) < 4:
-                break
-            index = int.from_bytes(order, "big")
-            fit = _parse_one(files[index], os.path.join(scratch, f"{index}.json"), request)
-            os.write(answers, order + (b"+" if fit else b"."))
-            if not fit:
-                break
+        data = _encoded(_parse_one(path, request))
+        view = memoryview(len(data).to_bytes(8, "big") + data)
+        while view:
+            view = view[os.write(answer, view[: 1 << 20]) :]
     except BaseException:
         code = 70
     finally:
         os._exit(code)
 
 
+def _encoded(outcome: dict[str, Any]) -> bytes:
+    """The outcome as JSON; a file that left its memory exhausted (what it hoarded is still held by
+    the traceback Airflow keeps) is collected first, then said to have run out of memory."""
+    for _ in range(2):
+        try:
+            return json.dumps(outcome, default=str).encode()
+        except MemoryError:
+            gc.collect()
+    return json.dumps({"failure": "MemoryError: the parse of this file exhausted its memory"}).encode()
+
+
+#: Above every descriptor the server may have open when it forks (closed in the child).
+_MAX_FD = 1 << 16
+
+
 @dataclass
 class _Worker:
     pid: int
-    orders: int  # the server writes file indexes here
-    answers: int  # the child writes back the index of each file it finished
-    index: int | None = None  # the file it parses now
-    deadline: float = 0.0
-    parsed: int = 0
+    answer: int  # the child's outcome arrives here
+    index: int  # the file it parses
+    deadline: float
+    received: bytearray = field(default_factory=bytearray)
+    reaped: bool = False
 
 
 # -- the parse server ------------------------------------------------------------------------------
@@ -446,113 +543,168 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-#: Files a child parses before it is replaced: what one file's code leaves behind (modules,
-#: threads, patched globals) reaches at most this many others, and every crash costs one fork.
-FILES_PER_CHILD = 50
+def _why(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"the parse of this file was killed by {_signal_name(os.WTERMSIG(status))}"
+    return f"the parse of this file exited with code {os.WEXITSTATUS(status)}"
 
 
-def _parse_all(files: list[str], request: dict[str, Any], scratch: str) -> list[dict[str, Any]]:
-    """Every file parsed in a forked child, ``workers`` children at once, each file under a
-    deadline. A child parses file after file (a fork costs more than most files' parse); one that
-    a file ends (an exit, a crash, the deadline) is replaced, and only that file fails."""
+def _sweep(keep: set[int]) -> None:
+    """In the sandbox, whose ``/proc`` shows its own processes only: end every process that is not
+    the sandbox's init, this server, or in the session of a child still parsing. What a file's
+    code left behind (a daemon, a process in a new session) ends when its parse ends."""
+    own = os.getpid()
+    for _ in range(8):  # what forks while it is swept is found on the next pass
+        stray = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) in (1, own):
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    fields = handle.read().rpartition(b")")[2].split()
+            except OSError:
+                continue
+            if len(fields) > 3 and int(fields[3]) not in keep:  # state, ppid, group, session
+                stray.append(int(name))
+        if not stray:
+            return
+        for pid in stray:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # an orphan the server adopted (subreaper)
+                pass
+
+
+def _parse_all(files: list[str], request: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every file parsed in a child forked for it alone, ``workers`` at once, each under a deadline.
+    A child's outcome is read from its own pipe within the bytes a file may give, and all the
+    outcomes held within the bytes the run may hold: a file past either is refused before it is
+    held. A child that exits, crashes or is killed before its whole answer arrived is an import
+    error of its file, as is one past its deadline. Returns the outcomes and the refused files."""
     workers = max(1, int(request["workers"]))
     timeout = float(request["timeout"])
     deadline_after = timeout + max(5.0, 0.2 * timeout)  # Airflow's own timeout fires first
     headroom = request.get("memory")
     limit = None if headroom is None else _address_space() + int(headroom)
+    per_file, per_run = int(request["max_answer"]), int(request["max_answers"])
+    sandboxed = bool(request.get("sandboxed"))
     outcomes: list[dict[str, Any]] = [{} for _ in files]
+    refused: list[str] = []
+    held = 0
     pending = list(range(len(files)))[::-1]  # popped from the end: in file order
-    live: list[_Worker] = []
+    live: dict[int, _Worker] = {}
     sys.stdout.flush()
     sys.stderr.flush()
     gc.collect()
     gc.freeze()  # the server's objects stay out of the children's collections: fewer pages copied
 
-    def spawn() -> _Worker:
-        orders_r, orders_w = os.pipe()
-        answers_r, answers_w = os.pipe()
+    def spawn(index: int) -> None:
+        answer_r, answer_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(orders_w)
-            os.close(answers_r)
-            for other in live:
-                os.close(other.orders)
-                os.close(other.answers)
-            _child(orders_r, answers_w, files, scratch, request, limit)
-        os.close(orders_r)
-        os.close(answers_w)
-        return _Worker(pid, orders_w, answers_r)
+            _child(files[index], answer_w, request, limit)
+        os.close(answer_w)
+        os.set_blocking(answer_r, False)
+        live[answer_r] = _Worker(pid, answer_r, index, time.monotonic() + deadline_after)
 
-    def retire(worker: _Worker, *, kill: bool) -> int:
-        if kill:
-            with contextlib.suppress(OSError):
-                os.killpg(worker.pid, signal.SIGKILL)
-        for fd in (worker.orders, worker.answers):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        _, status = os.waitpid(worker.pid, 0)
-        with contextlib.suppress(OSError):  # what the DAG code left running in its group ends too
+    def end(worker: _Worker, outcome: dict[str, Any]) -> None:
+        with contextlib.suppress(OSError):  # the child, and what the DAG code left in its session
             os.killpg(worker.pid, signal.SIGKILL)
-        live.remove(worker)
-        return status
+        with contextlib.suppress(OSError):
+            os.kill(worker.pid, signal.SIGKILL)
+        os.close(worker.answer)
+        if not worker.reaped:
+            os.waitpid(worker.pid, 0)
+        del live[worker.answer]
+        outcomes[worker.index] = outcome
+        if sandboxed:
+            _sweep({os.getsid(0), *(w.pid for w in live.values())})
 
-    def why(status: int) -> str:
-        if os.WIFSIGNALED(status):
-            return f"the parse of this file was killed by {_signal_name(os.WTERMSIG(status))}"
-        return f"the parse of this file exited with code {os.WEXITSTATUS(status)}"
-
-    def finished(index: int) -> None:
-        out = os.path.join(scratch, f"{index}.json")
-        with open(out, encoding="utf-8") as handle:
-            outcomes[index] = json.load(handle)
-        os.unlink(out)
+    def answered(worker: _Worker) -> dict[str, Any] | None:
+        """The outcome, once the whole answer is in; None while it is not."""
+        nonlocal held
+        got = worker.received
+        if len(got) < 8:
+            return None
+        size = int.from_bytes(got[:8], "big")
+        if size > per_file or held + size > per_run:
+            refused.append(files[worker.index])
+            cap = f"{per_file:,} bytes a file may give" if size > per_file else f"{per_run:,} bytes the run may hold"
+            return {"failure": f"the parse of this file gave {size:,} bytes, over the {cap}: refused before it was held"}
+        if len(got) < 8 + size:
+            return None
+        try:
+            outcome = json.loads(bytes(got[8 : 8 + size]))
+        except (ValueError, RecursionError):
+            return {"failure": "the parse of this file answered what is not an outcome"}
+        checked = _checked(outcome, files[worker.index], request["folder"])
+        if checked is None:
+            return {"failure": "the parse of this file answered what is not an outcome"}
+        held += size
+        return checked
 
     try:
-        while pending or any(w.index is not None for w in live):
-            for worker in list(live):  # recycle the children that parsed their share
-                if worker.index is None and (worker.parsed >= FILES_PER_CHILD or not pending):
-                    retire(worker, kill=False)
+        while pending or live:
             while pending and len(live) < workers:
-                live.append(spawn())
-            for worker in list(live):
-                if worker.index is None and pending:
-                    order = pending.pop()
-                    try:
-                        os.write(worker.orders, order.to_bytes(4, "big"))
-                    except OSError:  # the child is gone (it left between files): the file waits
-                        pending.append(order)
-                        retire(worker, kill=True)
-                        continue
-                    worker.index, worker.deadline = order, time.monotonic() + deadline_after
-            if not any(w.index is not None for w in live):
-                continue
-            busy = [w for w in live if w.index is not None]
-            wait = max(0.0, min(w.deadline for w in busy) - time.monotonic())
-            ready, _, _ = select.select([w.answers for w in busy], [], [], wait)
-            for worker in busy:
-                index = worker.index
-                assert index is not None
-                if worker.answers in ready:
-                    answer = os.read(worker.answers, 5)
-                    if len(answer) == 5:
-                        finished(index)
-                        worker.index, worker.parsed = None, worker.parsed + 1
-                        if answer[4:] != b"+":  # the child leaves after this file: replace it
-                            worker.parsed = FILES_PER_CHILD
-                        continue
-                    status = retire(worker, kill=False)  # the file ended its child
-                    out = os.path.join(scratch, f"{index}.json")
-                    if os.path.exists(out):  # ... after its outcome was written
-                        finished(index)
-                    else:
-                        outcomes[index] = {"failure": why(status)}
-                elif time.monotonic() >= worker.deadline:
-                    retire(worker, kill=True)
-                    outcomes[index] = {"failure": f"the parse of this file timed out after {timeout:g} s"}
+                spawn(pending.pop())
+            wait = max(0.0, min(w.deadline for w in live.values()) - time.monotonic())
+            ready, _, _ = select.select(list(live), [], [], wait)
+            for fd in ready:
+                worker = live[fd]
+                try:
+                    chunk = os.read(fd, 1 << 20)
+                except BlockingIOError:
+                    continue
+                if chunk:
+                    worker.received += chunk
+                    outcome = answered(worker)
+                    if outcome is not None:
+                        end(worker, outcome)
+                    continue
+                _, status = os.waitpid(worker.pid, 0)  # the pipe closed: the child is gone
+                worker.reaped = True
+                end(worker, answered(worker) or {"failure": _why(status)})
+            now = time.monotonic()
+            for worker in [w for w in live.values() if now >= w.deadline]:
+                end(worker, {"failure": f"the parse of this file timed out after {timeout:g} s"})
     finally:
-        for worker in list(live):
-            retire(worker, kill=True)
-    return outcomes
+        for worker in list(live.values()):
+            end(worker, {"failure": "the parse of this file did not finish"})
+    return outcomes, refused
+
+
+def _checked(outcome: Any, path: str, folder: str) -> dict[str, Any] | None:
+    """A child's outcome in the shape the server maps, its DAGs and import errors held to the file
+    it was given (a file's code may answer anything, but only for itself); None if misshapen."""
+    if not isinstance(outcome, dict):
+        return None
+    if "failure" in outcome:
+        return {"failure": str(outcome["failure"])}
+    dags, errors, references = outcome.get("dags"), outcome.get("import_errors"), outcome.get("references")
+    if not (isinstance(dags, list) and isinstance(errors, dict) and isinstance(references, dict)):
+        return None
+    relative = os.path.relpath(path, folder)
+    for dag in dags:
+        entry = dag.get("entry") if isinstance(dag, dict) else None
+        if not (isinstance(entry, dict) and isinstance(entry.get("dag_id"), str)):
+            return None
+        if not isinstance(dag.get("tasks"), list) or not isinstance(dag.get("dependencies"), list):
+            return None
+        own = entry.get("relative_fileloc")
+        if not (isinstance(own, str) and (own == relative or own.startswith(relative + "/"))):
+            entry["relative_fileloc"] = relative  # a file's DAGs are that file's, whatever it says
+    owned = {}
+    for key, trace in errors.items():
+        key = os.path.relpath(key, folder) if os.path.isabs(str(key)) else str(key)
+        owned[key if key == relative or key.startswith(relative + "/") else relative] = str(trace)
+    lines = outcome.get("lines")
+    found = {
+        str(dag_id): line
+        for dag_id, line in (lines.items() if isinstance(lines, dict) else ())
+        if isinstance(line, int) and not isinstance(line, bool)
+    }
+    return {"dags": dags, "import_errors": owned, "references": references, "lines": found}
 
 
 def _list_files(folder: str, safe_mode: bool) -> list[str]:
@@ -737,10 +889,9 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     if paused_at_creation is None:
         paused_at_creation = conf.getboolean("core", "dags_are_paused_at_creation")
     files = _list_files(folder, request["safe_mode"])
-    _pre_import(files)  # before the folder is on the path: a module of the folder never runs here
-    if folder not in sys.path:  # as the dag-processor puts the bundle on the path: include/ imports
-        sys.path.insert(0, folder)
-    # what every child needs, imported once here rather than once per child
+    # Airflow's modules the files import, imported here once. The folder is never on this
+    # process's path (each child appends it, as Airflow does): nothing of it runs here.
+    _pre_import(files, int(request["max_file"]))
     from airflow.api_fastapi.core_api.datamodels.dags import DAGResponse  # noqa: F401
     from airflow.api_fastapi.core_api.datamodels.tasks import TaskResponse  # noqa: F401
     from airflow.dag_processing.collection import AssetModelOperation  # noqa: F401
@@ -751,14 +902,23 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     timings = {"start": time.monotonic() - begun}
     with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
         _warm_up(scratch, request)
-        timings["warm_up"] = time.monotonic() - begun - sum(timings.values())
-        outcomes = _parse_all(files, request, scratch)
-        timings["files"] = time.monotonic() - begun - sum(timings.values())
+    timings["warm_up"] = time.monotonic() - begun - sum(timings.values())
+    outcomes, refused = _parse_all(files, request)
+    timings["files"] = time.monotonic() - begun - sum(timings.values())
     created_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
     result = _map(files, outcomes, request, bool(paused_at_creation), airflow.__version__, created_at)
+    result["refused_files"] = sorted(shown(os.path.relpath(path, folder)) for path in refused)
     timings["map"] = time.monotonic() - begun - sum(timings.values())
     result["timings"] = timings  # where the parse server's time went (the benchmark prints it)
     return result
+
+
+def shown(name: str) -> str:
+    """A file name as it may be shown: a character that is not printable (a newline, an escape)
+    escaped, so a name cannot start a line of its own or pass for an error."""
+    if name.isprintable():
+        return name
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name)
 
 
 def _map(
@@ -777,24 +937,32 @@ def _map(
     dags: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
     duplicates: list[str] = []
+    lines: dict[str, int] = {}
     for path, outcome in zip(files, outcomes, strict=True):
-        relative = os.path.relpath(path, folder)
+        raw = os.path.relpath(path, folder)
+        relative = shown(raw)
         if "failure" in outcome:
             import_errors[relative] = outcome["failure"]
             continue
         for key, trace in outcome.get("import_errors", {}).items():
-            import_errors[os.path.relpath(key, folder) if os.path.isabs(key) else key] = trace
+            import_errors[shown(key)] = trace.replace(raw, relative) if relative != raw else trace
         for dag in outcome.get("dags", []):
             dag_id = dag["entry"]["dag_id"]
             if dag_id in seen:  # the dag-processor keeps whichever file it parsed last
                 duplicates.append(f"{dag_id!r} ({seen[dag_id]} and {relative})")
                 continue
             seen[dag_id] = relative
+            if isinstance(dag["entry"].get("relative_fileloc"), str):
+                dag["entry"]["relative_fileloc"] = shown(dag["entry"]["relative_fileloc"])
+            if dag_id in outcome.get("lines", {}):
+                lines[dag_id] = outcome["lines"][dag_id]
             dags.append(dag)
     paused = {
         d["entry"]["dag_id"]: known_paused.get(
             d["entry"]["dag_id"],
-            paused_at_creation if d["paused_upon_creation"] is None else bool(d["paused_upon_creation"]),
+            paused_at_creation
+            if d.get("paused_upon_creation") is None
+            else bool(d["paused_upon_creation"]),
         )
         for d in dags
     }
@@ -804,7 +972,7 @@ def _map(
     for dag in dags:
         entry = dict(dag["entry"])
         entry["is_paused"] = paused[entry["dag_id"]]
-        entry["asset_expression"] = assets.expand(entry["asset_expression"])
+        entry["asset_expression"] = assets.expand(entry.get("asset_expression"))
         if entry.get("relative_fileloc"):
             entry["fileloc"] = os.path.join(deployed, entry["relative_fileloc"])
         dag_entries.append(entry)
@@ -835,7 +1003,8 @@ def _map(
     return {
         "airflow_version": version,
         "files": len(files),
-        "paths": {seen_id: rel for seen_id, rel in seen.items()},
+        "paths": dict(seen),
+        "lines": lines,
         "dags": {
             "dags": dag_entries,
             "total_entries": len(dag_entries),
@@ -862,17 +1031,28 @@ def _map(
 
 
 def main() -> int:
+    """Read the request on stdin, answer on the descriptor it names (which no child keeps open)."""
     here = os.path.dirname(os.path.abspath(__file__))
     if sys.path and os.path.abspath(sys.path[0]) == here:  # run as a script: capture/ is no package path
         del sys.path[0]
+    # Not dumpable: a child (same user, DAG code) can neither trace this process nor read its
+    # memory, environment or descriptors through /proc.
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        pr_set_dumpable, pr_set_child_subreaper = 4, 36
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_dumpable, 0, 0, 0, 0)
+        libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0)  # orphans come back here to be ended
     request = json.loads(sys.stdin.read())
-    # Whatever the DAG code or Airflow prints must not land in the result: stdout goes to stderr.
+    os.close(0)
+    # Whatever Airflow prints must not land in the result: stdout goes to stderr.
     os.dup2(2, 1)
     try:
         result = _serve(request)
     except BaseException:
         result = {"error": traceback.format_exc(limit=-6)}
-    with open(request["out"], "w", encoding="utf-8") as handle:
+    with os.fdopen(int(request["answer_fd"]), "w", encoding="utf-8") as handle:
         json.dump(result, handle, default=str)
     return 0
 
