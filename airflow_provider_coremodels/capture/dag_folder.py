@@ -173,7 +173,9 @@ def parse_dag_folder(
             isolation=isolation,
         )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise DagFolderError(f"gave an answer that is not a parse ({type(exc).__name__})", str(root)) from None
+        raise DagFolderError(
+            f"gave an answer that is not a parse ({type(exc).__name__})", str(root)
+        ) from None
 
 
 def _run(
@@ -236,7 +238,14 @@ def _tail(errors_path: str, code: int) -> str:
 
 def _ci_files(environ: Mapping[str, str]) -> list[str]:
     """The files a CI step writes its results and settings through: never the DAG code's to see."""
-    names = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE")
+    names = (
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_OUTPUT",
+        "GITHUB_STATE",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_WORKSPACE",
+    )
     return [environ[name] for name in names if environ.get(name)]
 
 

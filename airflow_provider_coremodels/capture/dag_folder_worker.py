@@ -382,7 +382,9 @@ def _parse_one(path: str, request: dict[str, Any]) -> dict[str, Any]:
     if not stat.S_ISREG(info.st_mode):
         return {"failure": "this is not a regular file, so it was not parsed"}
     if info.st_size > int(request["max_file"]):
-        return {"failure": f"this file is {info.st_size:,} bytes, over the {int(request['max_file']):,} a DAG file may be"}
+        return {
+            "failure": f"this file is {info.st_size:,} bytes, over the {int(request['max_file']):,} a DAG file may be"
+        }
     try:
         result: dict[str, Any] = _parse_file(path, request)
     except SystemExit as exc:
@@ -630,8 +632,14 @@ def _parse_all(files: list[str], request: dict[str, Any]) -> tuple[list[dict[str
         size = int.from_bytes(got[:8], "big")
         if size > per_file or held + size > per_run:
             refused.append(files[worker.index])
-            cap = f"{per_file:,} bytes a file may give" if size > per_file else f"{per_run:,} bytes the run may hold"
-            return {"failure": f"the parse of this file gave {size:,} bytes, over the {cap}: refused before it was held"}
+            cap = (
+                f"{per_file:,} bytes a file may give"
+                if size > per_file
+                else f"{per_run:,} bytes the run may hold"
+            )
+            return {
+                "failure": f"the parse of this file gave {size:,} bytes, over the {cap}: refused before it was held"
+            }
         if len(got) < 8 + size:
             return None
         try:
@@ -960,9 +968,7 @@ def _map(
     paused = {
         d["entry"]["dag_id"]: known_paused.get(
             d["entry"]["dag_id"],
-            paused_at_creation
-            if d.get("paused_upon_creation") is None
-            else bool(d["paused_upon_creation"]),
+            paused_at_creation if d.get("paused_upon_creation") is None else bool(d["paused_upon_creation"]),
         )
         for d in dags
     }

@@ -122,8 +122,14 @@ def choose(mode: str = "auto") -> Isolation:
         return Isolation("process", "--sandbox off")
     bwrap, problem = probe()
     if bwrap is not None:
-        bounded = "" if supports_size(bwrap) else "; /tmp bounded per file only: bubblewrap before 0.7 has no --size"
-        return Isolation("sandbox", f"bubblewrap {_version(bwrap)}: own PID and network namespaces{bounded}", bwrap)
+        bounded = (
+            ""
+            if supports_size(bwrap)
+            else "; /tmp bounded per file only: bubblewrap before 0.7 has no --size"
+        )
+        return Isolation(
+            "sandbox", f"bubblewrap {_version(bwrap)}: own PID and network namespaces{bounded}", bwrap
+        )
     if mode == "require":
         raise SandboxUnavailable(f"--sandbox require: no sandbox on this machine: {problem}")
     return Isolation("process", problem)

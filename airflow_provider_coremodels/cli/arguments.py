@@ -500,12 +500,40 @@ DAG_FOLDER = (
         },
     ),
     ArgSpec(
+        ("--sandbox",),
+        {
+            "choices": ("auto", "require", "off"),
+            "default": "auto",
+            "help": "with --dag-folder: where the DAG code runs. auto (default): in a bubblewrap "
+            "sandbox where the machine allows one, else a process only (the views say which); "
+            "require: exit 2 where there is no sandbox; off: a process only",
+        },
+    ),
+    ArgSpec(
+        ("--parse-deadline",),
+        {
+            "type": _seconds,
+            "metavar": "S",
+            "help": "with --dag-folder: seconds the whole parse may take, listing the folder included "
+            "(default 600)",
+        },
+    ),
+    ArgSpec(
+        ("--parse-env",),
+        {
+            "action": "append",
+            "metavar": "VAR",
+            "help": "with --dag-folder: an environment variable the DAG files' parse is given; it gets "
+            "only the locale and the Airflow settings a parse reads otherwise (repeatable)",
+        },
+    ),
+    ArgSpec(
         ("--withhold-env",),
         {
             "action": "append",
             "metavar": "VAR",
-            "help": "with --dag-folder: an environment variable the DAG files' parse must not see, beside "
-            "the connections' and the CI job's own credentials (repeatable)",
+            "help": "with --dag-folder: an environment variable the DAG files' parse must not see, even "
+            "named by --parse-env (it sees none it is not given; repeatable)",
         },
     ),
     ArgSpec(

@@ -98,6 +98,14 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
                 conn_ids=(args.sink_conn_id, defaults.AIRFLOW_API_CONN_ID, defaults.COREMODELS_CONN_ID),
             ),
             max_snapshot_bytes=args.max_snapshot_bytes,
+            sandbox=args.sandbox,
+            deadline=args.parse_deadline,
+            passed_env=tuple(args.parse_env or ()),
+            hidden=[
+                p
+                for p in (args.baseline, _sink_of(args.baseline), args.rules, args.waivers)
+                if p and "://" not in p
+            ],
         )
     )
     document = team_view(result.document, args)
@@ -829,3 +837,8 @@ def emit(text: str) -> None:
         sys.stdout.flush()
         sys.stdout.buffer.write((text + "\n").encode("utf-8"))
     sys.stdout.flush()
+
+
+def _sink_of(reference: str | None) -> str | None:
+    """The sink directory of a ``SINK@REF`` baseline (hidden from the DAG code with it)."""
+    return reference.rpartition("@")[0] or None if reference and "@" in reference else None

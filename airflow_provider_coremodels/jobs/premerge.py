@@ -53,6 +53,10 @@ class FolderCheck:
     workers: int | None = None
     withheld_env: Sequence[str] = ()
     max_snapshot_bytes: int | None = None
+    sandbox: str = "auto"  # auto, require or off (capture/sandbox.py)
+    deadline: float | None = None  # the whole parse (--parse-deadline)
+    passed_env: Sequence[str] = ()  # variables the DAG code is given beside the allow list
+    hidden: Sequence[str] = ()  # what the run reads or writes: absent from the sandbox
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,10 @@ def check_folder(check: FolderCheck) -> FolderResult:
         deployed_root=known.root if known is not None else None,
         paused=known.paused if known is not None else None,
         withheld_env=tuple(check.withheld_env),
+        sandbox=check.sandbox,
+        deadline=check.deadline,
+        passed_env=tuple(check.passed_env),
+        hidden=tuple(check.hidden),
     )
     runtime = list(artifacts.lossiness)
     if stored is not None:  # what no parse knows, the baseline gives
@@ -147,7 +155,11 @@ def check_folder(check: FolderCheck) -> FolderResult:
     if check.max_snapshot_bytes is not None:
         build["max_snapshot_bytes"] = check.max_snapshot_bytes
     document = build_document(after, now, **build)
-    document["change"] = change_json(change)
+    document["change"] = {
+        **change_json(change),
+        "isolation": artifacts.isolation.kind,
+        "isolationDetail": artifacts.isolation.detail,
+    }
     return FolderResult(document, change)
 
 

@@ -347,7 +347,10 @@ def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> 
             *(change.get(k) for k in ("dagsAdded", "dagsRemoved", "dagsChanged")),
         )
     ):
-        return [f"This change ({where}): no change: the folder parses to the estate the baseline holds"]
+        return [
+            f"This change ({where}): no change: the folder parses to the estate the baseline holds",
+            *isolation_line(change),
+        ]
     breaks = [
         f"{f['severity']} {f['code']} {f['subject']}" + (" (waived)" if f.get("waived") else "")
         for f in opened
@@ -359,12 +362,24 @@ def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> 
     ]
     out = [
         f"This change ({where}): {', '.join(parts)}",
+        *isolation_line(change),
         "breaks: " + (_named(breaks, names_shown) if breaks else "nothing (no finding opens)"),
         "affects: " + (_named(affected, names_shown) if affected else "no DAG downstream of what changed"),
     ]
     if isinstance(change.get("teamsAffected"), list):
         out.append("teams: " + (", ".join(map(str, change["teamsAffected"])) or "none"))
     return out
+
+
+def isolation_line(change: Mapping[str, Any]) -> list[str]:
+    """How the DAG code of a pre-merge run was isolated, said second in every view: a sandbox, or
+    a process only (and why); nothing for a change that ran no DAG code (``compare``)."""
+    kind, detail = change.get("isolation"), change.get("isolationDetail")
+    if kind == "sandbox":
+        return [f"isolation: the DAG code ran in a sandbox ({detail})"]
+    if kind == "process":
+        return [f"isolation: the DAG code ran in a process only, not a sandbox ({detail})"]
+    return []
 
 
 def _named(items: list[str], shown: int) -> str:

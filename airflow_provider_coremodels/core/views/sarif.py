@@ -135,10 +135,18 @@ def render_sarif(
             "airflowVersion": document.get("state", {}).get("airflowVersion"),
             "capturedAt": document.get("state", {}).get("capturedAt"),
             **_deployments(document.get("state", {})),
+            **_isolation(document.get("change")),
         },
     }
     sarif = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(sarif, indent=2, ensure_ascii=False)
+
+
+def _isolation(change: Any) -> dict[str, Any]:
+    """A pre-merge run's isolation (``sandbox`` or ``process``), as its other views say it first."""
+    if not isinstance(change, dict) or not isinstance(change.get("isolation"), str):
+        return {}
+    return {"isolation": change["isolation"], "isolationDetail": change.get("isolationDetail")}
 
 
 def _deployments(state: Mapping[str, Any]) -> dict[str, Any]:
