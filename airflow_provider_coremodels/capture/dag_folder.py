@@ -35,8 +35,8 @@ from airflow_provider_coremodels.capture.sandbox import (
     parse_environment,
 )
 from airflow_provider_coremodels.core import Lossiness
-from airflow_provider_coremodels.core.reading.parse import scheduled_on_assets
 from airflow_provider_coremodels.core.estate.text import printable
+from airflow_provider_coremodels.core.reading.parse import scheduled_on_assets
 from airflow_provider_coremodels.errors import InputError
 from airflow_provider_coremodels.io.input_files import Unreadable, read_bounded
 from airflow_provider_coremodels.redaction import SECRETS

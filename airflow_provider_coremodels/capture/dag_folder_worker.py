@@ -382,9 +382,8 @@ def _parse_one(path: str, request: dict[str, Any]) -> dict[str, Any]:
     if not stat.S_ISREG(info.st_mode):
         return {"failure": "this is not a regular file, so it was not parsed"}
     if info.st_size > int(request["max_file"]):
-        return {
-            "failure": f"this file is {info.st_size:,} bytes, over the {int(request['max_file']):,} a DAG file may be"
-        }
+        cap = int(request["max_file"])
+        return {"failure": f"this file is {info.st_size:,} bytes, over the {cap:,} a DAG file may be"}
     try:
         result: dict[str, Any] = _parse_file(path, request)
     except SystemExit as exc:
@@ -638,7 +637,8 @@ def _parse_all(files: list[str], request: dict[str, Any]) -> tuple[list[dict[str
                 else f"{per_run:,} bytes the run may hold"
             )
             return {
-                "failure": f"the parse of this file gave {size:,} bytes, over the {cap}: refused before it was held"
+                "failure": f"the parse of this file gave {size:,} bytes, over the {cap}: "
+                "refused before it was held"
             }
         if len(got) < 8 + size:
             return None
