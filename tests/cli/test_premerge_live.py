@@ -257,7 +257,9 @@ def test_a_file_that_hangs_or_exits_is_its_own_import_error(estate, tmp_path: Pa
     }
 
 
-def test_the_provider_s_own_secrets_are_withheld_from_the_dag_code(estate, tmp_path: Path) -> None:
+def test_the_dag_code_sees_only_the_variables_it_is_given(estate, tmp_path: Path) -> None:
+    """An allow list: a variable reaches the parse only when --parse-env names it, and never when
+    it is also withheld (a connection's, the CI job's token, or --withhold-env's)."""
     folder = pull_request(estate, tmp_path)
     (folder / "leaks.py").write_text(
         "# airflow DAG\nimport os\n"
@@ -271,7 +273,12 @@ def test_the_provider_s_own_secrets_are_withheld_from_the_dag_code(estate, tmp_p
         "HARMLESS": "1",
     }
     result = check(
-        folder, "--bundle", "orders", "--withhold-env", "MY_DEPLOY_KEY", "--format", "json", env=env
+        folder,
+        "--bundle",
+        "orders",
+        *("--parse-env", "HARMLESS", "--parse-env", "MY_DEPLOY_KEY", "--parse-env", "GITHUB_TOKEN"),
+        *("--withhold-env", "MY_DEPLOY_KEY", "--format", "json"),
+        env=env,
     )
     document = json.loads(result.stdout)
     error = next(f["error"] for f in document["importErrors"] if f["file"] == "orders/leaks.py")
