@@ -57,6 +57,30 @@ FORMAT = ArgSpec(
         "needs the openlineage extra); default: table",
     },
 )
+#: The views ``--output`` writes to files beside what ``--format`` prints.
+OUTPUT_FORMATS = ("json", "sarif", "markdown", "table")
+
+
+def _output(value: str) -> tuple[str, str]:
+    view, sep, path = value.partition("=")
+    if not sep or view not in OUTPUT_FORMATS or not path:
+        raise argparse.ArgumentTypeError(
+            f"expected FORMAT=PATH with FORMAT one of {', '.join(OUTPUT_FORMATS)}, got {value!r}"
+        )
+    return view, path
+
+
+OUTPUT = ArgSpec(
+    ("--output",),
+    {
+        "type": _output,
+        "action": "append",
+        "metavar": "FORMAT=PATH",
+        "help": "also write this view of the run to PATH (FORMAT: json, sarif, markdown or table), "
+        "replacing the file whole; repeatable, so one run (one parse of a --dag-folder) gives every "
+        "view; stdout keeps --format",
+    },
+)
 WAIVERS = ArgSpec(
     ("--waivers",),
     {
@@ -483,6 +507,16 @@ DAG_FOLDER = (
         },
     ),
     ArgSpec(
+        ("--fail-on-break",),
+        {
+            "action": "store_true",
+            "help": "with --dag-folder: exit 1 when the change cuts a dependency of another DAG (the "
+            "change's breaks: an asset left with no producer, a DAG removed that one links to, a file "
+            "others depend on that stops importing, a link to a DAG that does not exist); a waived "
+            "finding breaks nothing",
+        },
+    ),
+    ArgSpec(
         ("--parse-timeout",),
         {
             "type": _seconds,
@@ -561,6 +595,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             *DAG_FOLDER,
             *FRESHNESS,
             FORMAT,
+            OUTPUT,
             *OPENLINEAGE,
             FAIL_ON_ARG,
             TEAM,

@@ -56,14 +56,19 @@ def audit(args: argparse.Namespace) -> int:
     ):
         if given is not None:
             raise UsageError(f"audit {flag} goes with --dag-folder")
+    if args.fail_on_break:
+        raise UsageError("audit --fail-on-break goes with --dag-folder")
+    outputs = checked_outputs(args.output)
     document = team_view(_audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes), args)
+    write_outputs(document, args, outputs)
     emit(render(document, args))
     return exit_code(document["findings"], args.fail_on)
 
 
 def audit_dag_folder(args: argparse.Namespace) -> int:
     """``audit --dag-folder``: a DAG folder parsed with Airflow's parser and judged in the estate of
-    ``--baseline``; exit 1 also when ``--fail-on-new`` names a severity a finding it opens reaches."""
+    ``--baseline``; exit 1 also when ``--fail-on-new`` names a severity a finding it opens reaches,
+    or with ``--fail-on-break`` when the change cuts a dependency of another DAG."""
     from airflow_provider_coremodels.core.comparing.change import DEFAULT_BUNDLE
     from airflow_provider_coremodels.core.snapshots.document import load_document
     from airflow_provider_coremodels.errors import SnapshotDocumentError
@@ -73,6 +78,7 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
         raise UsageError(
             "audit takes --dag-folder alone, without --dags, --tasks, --datasets, --snapshot or --example"
         )
+    outputs = checked_outputs(args.output)
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
     stored = None
@@ -101,17 +107,23 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
             sandbox=args.sandbox,
             deadline=args.parse_deadline,
             passed_env=tuple(args.parse_env or ()),
-            hidden=[
-                p
-                for p in (args.baseline, _sink_of(args.baseline), args.rules, args.waivers)
-                if p and "://" not in p
+            hidden=[  # what the run reads and writes: not in the sandbox
+                *(
+                    p
+                    for p in (args.baseline, _sink_of(args.baseline), args.rules, args.waivers)
+                    if p and "://" not in p
+                ),
+                *(str(path) for _, path in outputs),
             ],
         )
     )
     document = team_view(result.document, args)
+    write_outputs(document, args, outputs)
     emit(render(document, args))
     code = exit_code(document["findings"], args.fail_on)
     if args.fail_on_new and failing_findings(document["change"]["findingsOpened"], args.fail_on_new):
+        code = EXIT_FINDINGS
+    if args.fail_on_break and document["change"]["breaks"]:
         code = EXIT_FINDINGS
     return code
 
@@ -766,6 +778,40 @@ def render(document: dict[str, Any], args: argparse.Namespace) -> str:
 
         return render_markdown(document).rstrip("\n")
     return render_table(document)
+
+
+def checked_outputs(given: Sequence[tuple[str, str]] | None) -> list[tuple[str, Path]]:
+    """``--output FORMAT=PATH`` values, each PATH checked before anything is read or parsed (exit 2
+    for a path given twice, a directory, or one in a directory that does not exist)."""
+    outputs: list[tuple[str, Path]] = []
+    for view, path in given or ():
+        target = Path(path).expanduser()
+        where = f"--output {view}={path}"
+        if any(target == seen for _, seen in outputs):
+            raise UsageError(f"{where}: that path is given twice")
+        if target.is_dir():
+            raise UsageError(f"{where}: is a directory")
+        if not target.parent.is_dir():
+            raise UsageError(f"{where}: directory {target.parent} does not exist")
+        if not os.access(target.parent, os.W_OK | os.X_OK):
+            raise UsageError(f"{where}: directory {target.parent} is not writable")
+        outputs.append((view, target))
+    return outputs
+
+
+def write_outputs(
+    document: dict[str, Any], args: argparse.Namespace, outputs: Sequence[tuple[str, Path]]
+) -> None:
+    """Each ``--output`` view of the one document, written whole or not at all (``write_atomic``);
+    a write that fails is exit 2, its path named."""
+    from airflow_provider_coremodels.io.atomic import write_atomic
+
+    for view, path in outputs:
+        text = render(document, argparse.Namespace(**{**vars(args), "format": view}))
+        try:
+            write_atomic(path, (text + "\n").encode("utf-8"))
+        except OSError as exc:
+            raise UsageError(f"--output {view}={path}: {exc.strerror or exc}") from None
 
 
 def drift_teams(args: argparse.Namespace) -> Any:

@@ -145,6 +145,21 @@ def affected(document: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return [(a["dag"], a["owners"]) for a in document["change"]["affected"]]
 
 
+def breaks(document: dict[str, Any]) -> list[tuple[str, str, list[str], str]]:
+    """The change's breaks: (finding code, dependent DAG, its owners, what it loses)."""
+    return [
+        (b["finding"]["code"], b["dependent"], b["owners"], b["through"])
+        for b in document["change"]["breaks"]
+    ]
+
+
+def gate(estate: dict[str, Path], folder: Path, *argv: str) -> int:
+    """The documented gate's exit code for the folder (``--fail-on-break --fail-on-new error``)."""
+    result = check(folder, "--bundle", "orders", "--baseline", str(estate["sink"]), *argv)
+    assert "Traceback" not in result.stderr
+    return result.returncode
+
+
 def test_an_unchanged_folder_reports_no_change_and_the_baseline_fingerprint(estate, tmp_path: Path) -> None:
     baseline = json.loads((estate["sink"] / "latest.json").read_text())
     document, _ = judged(estate, pull_request(estate, tmp_path))
@@ -177,6 +192,8 @@ def test_a_file_that_breaks_is_reported_with_the_dags_it_starves(estate, tmp_pat
     assert "load_orders" in {d["identity"] for d in document["datasets"]}  # kept as last parsed
     assert affected(document) == [("board_report", ["board"]), ("daily_revenue", ["finance"])]
     assert {"daily_revenue", "board_report"} <= {d["identity"] for d in document["datasets"]}
+    assert breaks(document) == [("dag-import-error", "daily_revenue", ["finance"], "s3://lake/orders")]
+    assert gate(estate, folder, "--fail-on-break") == 1
 
 
 def test_a_dropped_outlet_starves_the_other_bundle_s_consumers(estate, tmp_path: Path) -> None:
@@ -189,6 +206,11 @@ def test_a_dropped_outlet_starves_the_other_bundle_s_consumers(estate, tmp_path:
         ("s3://lake/orders", "load_orders")
     ]
     assert affected(document) == [("board_report", ["board"]), ("daily_revenue", ["finance"])]
+    assert document["change"]["dagsChanged"] == ["load_orders"]  # an outlet removed changes its DAG
+    # board_report's own input is still made: only daily_revenue loses what it depends on
+    assert breaks(document) == [("asset-unproduced", "daily_revenue", ["finance"], "s3://lake/orders")]
+    assert gate(estate, folder, "--fail-on-new", "error") == 0  # Warnings only: issue 43's gap
+    assert gate(estate, folder, "--fail-on-break", "--fail-on-new", "error") == 1
     markdown = check(folder, "--bundle", "orders", "--baseline", str(estate["sink"]), "--format", "markdown")
     assert markdown.stdout.startswith("## This change\n")
     assert "daily\\_revenue" in markdown.stdout or "`daily_revenue`" in markdown.stdout
@@ -208,6 +230,41 @@ def test_a_renamed_asset_and_a_deleted_dag(estate, tmp_path: Path) -> None:
     # the other bundle is never reported removed
     removed = {f["subject"] for f in document["change"]["findingsOpened"] if f["code"] == "dataset-removed"}
     assert removed == {"orders_cleanup"}
+    # the outlet renamed in the producer only starves daily_revenue; orders_cleanup fed nobody
+    assert breaks(document) == [("asset-unproduced", "daily_revenue", ["finance"], "s3://lake/orders")]
+    assert gate(estate, folder, "--fail-on-break", "--fail-on-new", "error") == 1
+
+
+def test_a_deleted_producer_breaks_the_other_team_and_fails_the_gate(estate, tmp_path: Path) -> None:
+    folder = pull_request(estate, tmp_path)
+    (folder / "load_orders.py").unlink()
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules: []\nteams:\n  ingest: {owners: [ingest]}\n  finance: {owners: [finance]}\n")
+    document, result = judged(estate, folder, "--rules", str(rules), "--fail-on-break")
+    assert result.returncode == 1
+    assert document["change"]["breaks"] == [
+        {
+            "finding": {"code": "asset-unproduced", "subject": "s3://lake/orders"},
+            "dependent": "daily_revenue",
+            "owners": ["finance"],
+            "team": "finance",
+            "through": "s3://lake/orders",
+        }
+    ]
+    assert gate(estate, folder, "--fail-on-new", "error") == 0
+
+
+def test_a_renamed_task_changes_its_dag_and_passes_the_gate(estate, tmp_path: Path) -> None:
+    """Issue 43 item 1: a task rename opens field-removed (a Warning), breaks nothing and affects
+    nobody downstream."""
+    folder = pull_request(estate, tmp_path)
+    text = (folder / "load_orders.py").read_text()
+    (folder / "load_orders.py").write_text(text.replace('task_id="publish"', 'task_id="publish_orders"'))
+    document, result = judged(estate, folder, "--fail-on-break", "--fail-on-new", "error")
+    assert result.returncode == 0
+    assert ("field-removed", "load_orders.publish") in opened(document)
+    change = document["change"]
+    assert (change["dagsChanged"], change["breaks"], change["affected"]) == (["load_orders"], [], [])
 
 
 def test_a_new_dag_that_breaks_the_team_rules(estate, tmp_path: Path) -> None:
@@ -222,6 +279,9 @@ def test_a_new_dag_that_breaks_the_team_rules(estate, tmp_path: Path) -> None:
     document, result = judged(estate, folder, "--rules", str(rules), "--fail-on-new", "warning", env=paused)
     assert result.returncode == 1
     assert document["change"]["dagsAdded"] == ["adhoc_export"]
+    assert document["change"]["breaks"] == []  # a new DAG of nobody's cuts nothing
+    gated = ("--fail-on-break", "--fail-on-new", "error", "--rules", str(rules))
+    assert gate(estate, folder, *gated) == 0
     assert ("policy-team-tag", "adhoc_export") in opened(document)
     # the estate's existing rule findings were there before the change: not opened by it
     assert ("policy-team-tag", "daily_revenue") not in opened(document)

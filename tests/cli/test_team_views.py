@@ -302,9 +302,11 @@ def test_a_pull_requests_change_names_the_teams_it_touches(capsys: Any, rules: P
     assert "teams: orders, finance, crm, unowned" in out.splitlines()
     # finance's one finding needs task inlets, which Airflow 3.0's parse does not collect
     if not AIRFLOW_VERSION.startswith("3.0."):
-        assert "breaks: Warning asset-unproduced s3://vendor/fx_rates.csv" in out.splitlines()
+        assert "opens: Warning asset-unproduced s3://vendor/fx_rates.csv" in out.splitlines()
     else:
-        assert "breaks: nothing" in " ".join(out.splitlines())
+        assert not any(line.startswith("opens: ") for line in out.splitlines())
+    # every DAG is new: the change cuts no dependency of a DAG it does not touch
+    assert "breaks: nothing (no other DAG loses an asset or a DAG it depends on)" in out.splitlines()
 
 
 @pytest.mark.parametrize(
@@ -334,7 +336,8 @@ def test_export_and_merge_check_team_before_anything_is_captured_or_read(
 #: by owner alice or bundle ingest-bundle, finance by tag). From OLD to NEW: team_a changes a_dag,
 #: adds a_new (producing s3://a_out) and removes a_gone (a consumer of s3://raw); ingest adds
 #: ingest_new (by its bundle) and changes raw_loader; finance's report stops consuming s3://raw and
-#: consumes s3://a_out instead (so team_a's a_new harms it downstream); the DAGs owned by
+#: consumes s3://a_out instead (a change of its own edges: report is changed, and team_a's a_new
+#: reaches it downstream); the DAGs owned by
 #: team_a_legacy, no team's (never a substring match of team_a), add legacy_new and lose legacy_gone.
 DRIFT_OLD = (
     [
@@ -382,7 +385,7 @@ DRIFT = {
     "finance": {
         "added": [("asset", "s3://a_out")],
         "removed": [],
-        "changed": [],
+        "changed": ["report"],
         "edges_added": ["s3://a_out -> report"],
         "edges_removed": ["s3://raw -> report"],
         "affected": ["report"],
@@ -473,7 +476,7 @@ def test_the_teams_views_of_compare_together_are_the_whole(
     assert code == 0 and "team" not in whole
     added = sorted({pair for want in DRIFT.values() for pair in want["added"]})
     assert sorted((d["materialization"], d["identity"]) for d in whole["datasets"]["added"]) == added
-    assert sorted(whole["change"]["dagsChanged"]) == ["a_dag", "raw_loader"]
+    assert sorted(whole["change"]["dagsChanged"]) == ["a_dag", "raw_loader", "report"]
     edges = sorted({e for want in DRIFT.values() for e in want["edges_added"] + want["edges_removed"]})
     assert sorted(_edge(e) for e in whole["lineage"]["added"] + whole["lineage"]["removed"]) == edges
 

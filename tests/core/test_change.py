@@ -154,18 +154,32 @@ def test_a_dropped_outlet_opens_the_starved_asset_and_names_every_dag_downstream
         ("s3://lake/orders", "load_orders")
     ]
     # daily_revenue reads the asset; board_report reads what daily_revenue makes: both, with owners
-    assert [(a.dag, a.owners, a.through) for a in change.affected] == [
-        ("board_report", ("board",), "s3://lake/orders"),
-        ("daily_revenue", ("finance",), "s3://lake/orders"),
+    assert [(a.dag, a.owners, a.through, a.cut) for a in change.affected] == [
+        ("board_report", ("board",), "s3://lake/orders", True),
+        ("daily_revenue", ("finance",), "s3://lake/orders", True),
     ]
+    # only daily_revenue loses what it depends on; board_report's own input is still made
+    assert change_json(change)["breaks"] == [
+        {
+            "finding": {"code": "asset-unproduced", "subject": "s3://lake/orders"},
+            "dependent": "daily_revenue",
+            "owners": ["finance"],
+            "team": None,
+            "through": "s3://lake/orders",
+        }
+    ]
+    assert change.dags_changed == ("load_orders",)  # an outlet removed changes its DAG
     lines = change_lines(change_json(change))
-    assert lines[0].startswith("This change (bundle orders, no baseline): opens 2 findings (2 Warning)")
-    assert "lineage +0 -1" in lines[0] and "changed" not in lines[0]  # its tasks are as they were
-    assert lines[1] == (
-        "breaks: Warning asset-unproduced s3://lake/orders; Warning lineage-removed load_orders -> s3://lake/orders"
+    assert lines[0] == (
+        "This change (bundle orders, no baseline): opens 2 findings (2 Warning), closes 0, 1 DAG changed, "
+        "lineage +0 -1"
     )
+    assert lines[1] == "breaks: daily_revenue (finance) through s3://lake/orders: Warning asset-unproduced"
     assert lines[2] == (
         "affects: board_report (board) through s3://lake/orders; daily_revenue (finance) through s3://lake/orders"
+    )
+    assert lines[3] == (
+        "opens: Warning asset-unproduced s3://lake/orders; Warning lineage-removed load_orders -> s3://lake/orders"
     )
 
 
@@ -344,3 +358,95 @@ def test_a_sensor_on_a_deleted_dag_is_external_as_a_capture_of_the_deployed_chan
     assert (kept.dependent, kept.depends_on, kept.external) == ("board_report", "load_orders", True)
     assert ("dag-link-missing", "board_report.wait") in codes(change.opened)
     assert change.dags_removed == ("load_orders",)
+
+
+def breaks_of(change: Any) -> list[tuple[str, str, str, str]]:
+    return [(b.code, b.subject, b.dependent, b.through) for b in change.breaks]
+
+
+def test_a_renamed_task_changes_its_dag_and_breaks_and_affects_nobody(baseline: Estate) -> None:
+    """Issue 43 item 1: a harmless task rename opened field-removed and listed every consumer as
+    affected. It changes its DAG, cuts no edge: no break, nobody downstream."""
+    bundle = orders_bundle()
+    bundle["tasks"]["load_orders"]["tasks"][0]["task_id"] = "publish_orders"
+    bundle["assets"][0]["producing_tasks"][0]["task_id"] = "publish_orders"
+    _, change = judged(baseline, estate_of(bundle))
+    assert change.dags_changed == ("load_orders",)
+    assert ("field-removed", "load_orders.publish") in codes(change.opened)
+    assert (change.breaks, change.affected, change.lineage_removed) == ((), (), ())
+    lines = change_lines(change_json(change))
+    assert lines[1:3] == [
+        "breaks: nothing (no other DAG loses an asset or a DAG it depends on)",
+        "affects: no DAG downstream of a cut or changed edge",
+    ]
+
+
+def test_a_file_moved_to_another_folder_is_no_change(baseline: Estate) -> None:
+    """Issue 43 item 6: a file moved, its DAGs as they were, changes no DAG and affects nobody."""
+    bundle = orders_bundle()
+    bundle["dags"][0] = {
+        **bundle["dags"][0],
+        "relative_fileloc": "ingest/load_orders.py",
+        "fileloc": f"{ROOT}/orders/ingest/load_orders.py",
+    }
+    after, change = judged(baseline, estate_of(bundle))
+    assert next(d for d in after.dags() if d.identity == "load_orders").physical_name.endswith(
+        "ingest/load_orders.py"
+    )
+    assert change.empty and change.affected == () and change.breaks == ()
+
+
+def test_a_file_that_stops_importing_breaks_its_consumers_once_by_its_error(baseline: Estate) -> None:
+    """The import error and the asset it starves both say daily_revenue lost s3://lake/orders: one
+    break, named by the most severe finding (the Error that is the cause)."""
+    trace = "Traceback (most recent call last):\n  File x\nNameError: name 'x' is not defined"
+    errors = [{"filename": "load_orders.py", "bundle_name": "orders", "stack_trace": trace}]
+    parsed = parsed_bundle(
+        {"dags": [], "includes_stale": True, "import_errors": errors}, {}, {"assets": []}, state=STATE
+    )
+    _, change = judged(baseline, parsed)
+    assert ("asset-unproduced", "s3://lake/orders") in codes(change.opened)
+    assert breaks_of(change) == [
+        ("dag-import-error", "orders/load_orders.py", "daily_revenue", "s3://lake/orders")
+    ]
+    assert [(a.dag, a.cut) for a in change.affected] == [("board_report", True), ("daily_revenue", True)]
+
+
+def test_a_sensor_on_a_deleted_dag_is_a_break_of_the_waiting_dag() -> None:
+    baseline = stored(_with_sensor(orders_bundle(), finance_bundle()))
+    gone = parsed_bundle(
+        {"dags": [], "includes_stale": True, "import_errors": []}, {}, {"assets": []}, state=STATE
+    )
+    _, change = judged(baseline, gone)
+    assert breaks_of(change) == [
+        ("asset-unproduced", "s3://lake/orders", "daily_revenue", "s3://lake/orders"),
+        ("dag-link-missing", "board_report.wait", "board_report", "load_orders"),
+    ]
+
+
+def test_a_waived_finding_or_a_paused_consumer_breaks_nothing() -> None:
+    """Waivers apply to breaks (a waived finding breaks nothing), and an asset left unproduced breaks
+    only its active consumers; teams name the broken DAG's team."""
+    from airflow_provider_coremodels.core.checks.policy import parse_rules
+    from airflow_provider_coremodels.core.checks.waivers import parse_waivers
+
+    bundle = orders_bundle()
+    bundle["assets"] = []
+    finance = finance_bundle()
+    finance["dags"].append(dag("orders_archive", "finance", "archive.py", "archive", paused=True))
+    finance["tasks"]["orders_archive"] = {"tasks": []}
+    finance["assets"][0]["scheduled_dags"].append({"dag_id": "orders_archive"})
+    base = stored(estate_of(orders_bundle(), finance))
+    after = splice(base, estate_of(bundle), Target("orders"))
+    teams = parse_rules("rules: []\nteams: {money: {owners: [finance]}}\n").teams
+
+    def change_with(waivers: Any) -> Any:
+        then, now = audit(base, waivers=waivers).findings, audit(after, Baseline(None, base), waivers=waivers)
+        return describe(base, after, then, now.findings, teams=teams)
+
+    change = change_with(())
+    assert [(b.dependent, b.team) for b in change.breaks] == [
+        ("daily_revenue", "money")
+    ]  # not the paused one
+    waived = parse_waivers('[{"code": "asset-unproduced", "subject": "s3://lake/*", "reason": "moving"}]')
+    assert change_with(waived).breaks == ()

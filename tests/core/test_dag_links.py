@@ -284,8 +284,15 @@ def test_a_change_reaches_the_dags_a_link_leads_to_with_their_owner_links() -> N
     change = describe(before, after, audit(before).findings, audit(after).findings, bundle="b")
     part = change_json(change)
     assert part["affected"] == [
-        {"dag": "orders_reconcile", "owners": ["team"], "through": "load_orders", "ownerLinks": links_of}
+        {
+            "dag": "orders_reconcile",
+            "owners": ["team"],
+            "through": "load_orders",
+            "cut": False,  # a trigger added cuts nothing
+            "ownerLinks": links_of,
+        }
     ]
+    assert part["breaks"] == []
     assert (
         "orders_reconcile (team <https://wiki.example.com/team>) through load_orders" in change_lines(part)[2]
     )
@@ -294,6 +301,24 @@ def test_a_change_reaches_the_dags_a_link_leads_to_with_their_owner_links() -> N
         "load_orders": {"owners": ["team"]},
         "orders_reconcile": {"owners": ["team"], "ownerLinks": links_of},
     }
+
+
+def test_a_new_trigger_to_a_dag_that_does_not_exist_breaks_the_dag_making_it() -> None:
+    """Section 10.2: a new trigger or sensor to a DAG the estate does not have is a break, of the DAG
+    whose task makes it (the one DAG the change touches that it breaks), through the missing DAG;
+    the same trigger to a DAG that exists breaks nothing."""
+    from airflow_provider_coremodels.core.comparing.change import change_json, describe
+
+    dags = [dag("load_orders"), dag("orders_reconcile")]
+    before = estate_of(dags, {"load_orders": [("kick", "BashOperator")]}, [])
+    for target, breaks in (
+        ("orders_reconcle", [("load_orders.kick", "load_orders", "orders_reconcle")]),
+        ("orders_reconcile", []),
+    ):
+        after = estate_of(dags, {"load_orders": [("kick", TRIGGER)]}, trigger("load_orders", target, "kick"))
+        part = change_json(describe(before, after, audit(before).findings, audit(after).findings))
+        assert [(b["finding"]["subject"], b["dependent"], b["through"]) for b in part["breaks"]] == breaks
+        assert all(b["finding"]["code"] == "dag-link-missing" for b in part["breaks"])
 
 
 def test_a_sensor_on_its_own_dag_is_no_link() -> None:

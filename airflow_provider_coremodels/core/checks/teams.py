@@ -363,16 +363,29 @@ def checked_team(name: str, names: Sequence[str] | None, what: str = "the docume
 
 
 def for_team(document: Mapping[str, Any], team: str) -> dict[str, Any]:
-    """The document with only ``team``'s findings (and its ``change``'s), for one team's view."""
+    """The document with only ``team``'s findings (and its ``change``'s), for one team's view; the
+    change's breaks are those whose finding is the team's, or whose broken DAG is."""
     out = dict(document)
     out["findings"] = of_team(document.get("findings") or [], team)
     change = document.get("change")
     if isinstance(change, Mapping):
+        opened = of_team(change.get("findingsOpened") or [], team)
         out["change"] = {
             **change,
-            "findingsOpened": of_team(change.get("findingsOpened") or [], team),
+            "findingsOpened": opened,
             "findingsClosed": of_team(change.get("findingsClosed") or [], team),
         }
+        if isinstance(change.get("breaks"), list):
+            said = {(f.get("code"), f.get("subject")) for f in opened}
+            out["change"]["breaks"] = [
+                b
+                for b in change["breaks"]
+                if isinstance(b, Mapping)
+                and (
+                    b.get("team") == team
+                    or (b.get("finding", {}).get("code"), b.get("finding", {}).get("subject")) in said
+                )
+            ]
     return out
 
 

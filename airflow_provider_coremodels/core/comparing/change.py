@@ -34,7 +34,9 @@ from airflow_provider_coremodels.core.estate.model import (
     Lossiness,
     State,
 )
+from airflow_provider_coremodels.core.estate.rules import severity_rank
 from airflow_provider_coremodels.core.reading.broken import read_import_errors
+from airflow_provider_coremodels.core.reading.dag_links import owned_links
 from airflow_provider_coremodels.core.reading.merge import (
     CONSUMED_IN_KEY,
     DEPLOYMENT_KEY,
@@ -407,7 +409,9 @@ def _freshness(stored: Freshness, gone: set[str]) -> Freshness:
 
 @dataclass(frozen=True, slots=True)
 class Affected:
-    """A DAG downstream of what changed: ``through`` is the changed DAG or asset it is reached from."""
+    """A DAG downstream of what changed: ``through`` is the changed DAG or asset it is reached from;
+    ``cut`` whether that is a cut (an edge removed, a DAG removed, paused or no longer importing)
+    rather than a change that cuts nothing (an edge or a DAG added, a DAG back)."""
 
     dag: str
     owners: tuple[str, ...]
@@ -416,14 +420,44 @@ class Affected:
     owner_links: tuple[tuple[str, str], ...] = ()
     #: The DAG's team where the rules file names teams (``unowned``: none of them); else None.
     team: str | None = None
+    cut: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"dag": self.dag, "owners": list(self.owners), "through": self.through}
+        out: dict[str, Any] = {
+            "dag": self.dag,
+            "owners": list(self.owners),
+            "through": self.through,
+            "cut": self.cut,
+        }
         if self.owner_links:
             out["ownerLinks"] = dict(self.owner_links)
         if self.team is not None:
             out["team"] = self.team
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """A dependency the change cuts: ``dependent`` loses the asset or DAG ``through``, as the opened
+    finding (``code``, ``subject``) says. ``dependent`` is a DAG the change does not touch, except
+    for a trigger or sensor to a DAG that does not exist, which breaks the DAG making it."""
+
+    code: str
+    subject: str
+    dependent: str
+    owners: tuple[str, ...]
+    through: str
+    #: The dependent's team where the rules file names teams (``unowned``: none of them); else None.
+    team: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "finding": {"code": self.code, "subject": self.subject},
+            "dependent": self.dependent,
+            "owners": list(self.owners),
+            "team": self.team,
+            "through": self.through,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +480,8 @@ class Change:
     #: changed DAGs', an opened or closed finding's, an affected DAG's), in file order, ``unowned``
     #: last; else None.
     teams: tuple[str, ...] | None = None
+    #: Each dependency the change cuts (``Break``), the most severe finding's first.
+    breaks: tuple[Break, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -465,8 +501,10 @@ def describe(
     teams: Teams | None = None,
 ) -> Change:
     """What changed from ``before`` to ``after``: findings by (code, subject), DAGs by identity,
-    edges by key, and every DAG downstream of a DAG or asset that changed (in either estate's
-    lineage: a removed edge harms the consumers the old lineage reached)."""
+    edges by key, the dependencies the change cuts (``breaks``), and every DAG downstream of a cut
+    or changed edge (in either estate's lineage: a removed edge harms the consumers the old lineage
+    reached). A DAG is changed when its dataset (less where its file lies), its own edges or whether
+    its file imports differ: a task renamed changes its DAG and reaches nobody downstream."""
     opened, closed = opened_and_closed(
         findings_before, findings_after, lambda f: finding_key(f.code, f.subject)
     )
@@ -475,10 +513,12 @@ def describe(
     added = sorted(dags_now.keys() - dags_then.keys())
     removed = sorted(dags_then.keys() - dags_now.keys())
     broken_then, broken_now = before.broken_dags(), after.broken_dags()
+    own_then, own_now = _own_edges(before.lineage), _own_edges(after.lineage)
     changed = sorted(
         identity
         for identity in dags_now.keys() & dags_then.keys()
-        if dataset_json(dags_now[identity]) != dataset_json(dags_then[identity])
+        if _compared(dags_now[identity]) != _compared(dags_then[identity])
+        or own_now.get(identity) != own_then.get(identity)
         or (identity in broken_then) != (identity in broken_now)
     )
     edges_then = {e.key: e for e in before.lineage}
@@ -486,19 +526,36 @@ def describe(
     lineage_added = tuple(edges_now[k] for k in sorted(edges_now.keys() - edges_then.keys()))
     lineage_removed = tuple(edges_then[k] for k in sorted(edges_then.keys() - edges_now.keys()))
 
-    seeds: list[tuple[str, str]] = [(DAG, identity) for identity in (*added, *removed, *changed)]
-    seeds.extend((e.dependent_kind, e.dependent) for e in (*lineage_added, *lineage_removed))
-    affected = _downstream(seeds, (*before.lineage, *after.lineage), dags_now, dags_then, set(removed))
-    touched = None
+    # What starts a walk downstream, cuts first: a DAG gone, paused or broken, an edge removed;
+    # then what cuts nothing: a DAG added or back, an edge added. A DAG changed in itself alone
+    # (its tasks, its description) reaches nobody.
+    stopped = {i for i in changed if i in broken_now and i not in broken_then}
+    stopped |= {i for i in changed if dags_now[i].paused and not dags_then[i].paused}
+    started = {i for i in changed if i in broken_then and i not in broken_now}
+    started |= {i for i in changed if dags_then[i].paused and not dags_now[i].paused}
+    seeds: list[_Seed] = [(DAG, identity, None, True) for identity in (*removed, *sorted(stopped))]
+    seeds.extend((e.dependent_kind, e.dependent, e.depends_on, True) for e in lineage_removed)
+    seeds.extend((DAG, identity, None, False) for identity in (*added, *sorted(started)))
+    seeds.extend((e.dependent_kind, e.dependent, e.depends_on, False) for e in lineage_added)
+    touched = {*added, *removed, *changed}
+    affected = _downstream(
+        seeds, (*before.lineage, *after.lineage), dags_now, dags_then, set(removed), touched
+    )
+    breaks = _breaks(opened, before, after, dags_now, touched)
+    touched_teams = None
     if teams is not None:
         affected = tuple(
             dataclasses.replace(a, team=teams.team_of(dags_now.get(a.dag) or dags_then[a.dag]) or UNOWNED)
             for a in affected
         )
+        breaks = tuple(
+            dataclasses.replace(b, team=teams.team_of(dags_now[b.dependent]) or UNOWNED) for b in breaks
+        )
         named = {t for f in (*opened, *closed) for t in (f.team or (UNOWNED,))} | {a.team for a in affected}
+        named |= {b.team for b in breaks}
         for identity in (*added, *removed, *changed):  # the change's own DAGs: their teams wrote it
             named.add(teams.team_of(dags_now.get(identity) or dags_then[identity]) or UNOWNED)
-        touched = tuple(name for name in (*teams.names, UNOWNED) if name in named)
+        touched_teams = tuple(name for name in (*teams.names, UNOWNED) if name in named)
     return Change(
         bundle,
         baseline,
@@ -511,25 +568,57 @@ def describe(
         tuple(changed),
         affected,
         dict(lines or {}),
-        touched,
+        touched_teams,
+        breaks,
     )
 
 
+#: Where a DAG's file lies: a file moved to another folder, its DAGs as they were, changes none.
+_LOCATION_KEYS = frozenset({RELATIVE_FILELOC_KEY})
+
+
+def _compared(dag: Dataset) -> dict[str, Any]:
+    """A DAG as ``describe`` compares it: as the document spells it, less where its file lies."""
+    out = dataset_json(dag)
+    out["physicalName"] = None
+    out["metadata"] = {k: v for k, v in dag.metadata.items() if k not in _LOCATION_KEYS}
+    return out
+
+
+def _own_edges(lineage: Iterable[Edge]) -> dict[str, set[tuple[str, str, str, str]]]:
+    """Each DAG's own edges, by key: its outlets, its schedule and inlets, the links its tasks make."""
+    out: dict[str, set[tuple[str, str, str, str]]] = defaultdict(set)
+    for edge in lineage:
+        out[edge.link_owner if edge.dag_link else edge.dag_id].add(edge.key)
+    return dict(out)
+
+
+#: Where a walk downstream starts: the node's kind and name, the DAG or asset it is reached
+#: through when the node is itself a DAG harmed (a changed edge's far end), and whether it is a cut.
+_Seed = tuple[str, str, str | None, bool]
+
+
 def _downstream(
-    seeds: Sequence[tuple[str, str]],
+    seeds: Sequence[_Seed],
     lineage: Iterable[Edge],
     dags_now: Mapping[str, Dataset],
     dags_then: Mapping[str, Dataset],
     removed: set[str],
+    touched: set[str],
 ) -> tuple[Affected, ...]:
     """Every DAG that depends, at one remove or more, on a seed; each reached from the first seed
-    (in the seeds' order) that reaches it. Breadth first, each node once: linear in the lineage."""
+    (in the seeds' order, cuts first) that reaches it. A seed that is the dependent end of a changed
+    edge is itself reached, through the edge's other end, unless the change touches it (its own edge
+    changed). Breadth first, each node once: linear in the lineage."""
     dependents: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
     for edge in lineage:
         dependents[(edge.depends_on_kind, edge.depends_on)].add((edge.dependent_kind, edge.dependent))
-    reached: dict[str, str] = {}
+    reached: dict[str, tuple[str, bool]] = {}
     seen: set[tuple[str, str]] = set()
-    for seed in dict.fromkeys(seeds):
+    for kind, name, via, cut in dict.fromkeys(seeds):
+        if via is not None and kind == DAG and name not in touched:
+            reached.setdefault(name, (via, cut))
+        seed = (kind, name)
         if seed in seen:
             continue
         seen.add(seed)
@@ -538,7 +627,7 @@ def _downstream(
             node = queue.popleft()
             for nxt in sorted(dependents.get(node, ())):
                 if nxt[0] == DAG and nxt[1] not in removed:
-                    reached.setdefault(nxt[1], seed[1])
+                    reached.setdefault(nxt[1], (name, cut))
                 if nxt not in seen:
                     seen.add(nxt)
                     queue.append(nxt)
@@ -547,10 +636,73 @@ def _downstream(
         dag = dags_now.get(dag_id) or dags_then.get(dag_id)
         if dag is None:  # an external DAG (a trigger's missing target): not in the estate to harm
             continue
-        owners = dag.metadata.get(OWNERS_KEY, "") if dag is not None else ""
-        links = tuple(sorted(owner_links(dag.metadata).items())) if dag is not None else ()
-        out.append(Affected(dag_id, tuple(o for o in owners.split(",") if o), reached[dag_id], links))
+        through, cut = reached[dag_id]
+        links = tuple(sorted(owner_links(dag.metadata).items()))
+        out.append(Affected(dag_id, _owners(dag), through, links, cut=cut))
     return tuple(out)
+
+
+def _owners(dag: Dataset) -> tuple[str, ...]:
+    return tuple(o for o in dag.metadata.get(OWNERS_KEY, "").split(",") if o)
+
+
+def _breaks(
+    opened: Iterable[Finding], before: Estate, after: Estate, dags: Mapping[str, Dataset], touched: set[str]
+) -> tuple[Break, ...]:
+    """Each dependency an unwaived opened finding says is cut, once (by its most severe finding):
+    an asset left with no producer, for each active DAG that consumes it; a file that stops
+    importing, for each DAG that consumes an asset its DAGs made, or is triggered by or waits on
+    one of them; a trigger or sensor to a DAG the estate does not have, for the DAG making it.
+    ``dags``: ``after``'s DAGs by identity; ``touched``: the DAGs the change adds, removes or changes."""
+    consumers: dict[str, set[str]] = defaultdict(set)
+    for edge in after.lineage:
+        if not edge.dag_link and not edge.producing:
+            consumers[edge.asset].add(edge.dag_id)
+
+    def harmed(names: Iterable[str]) -> list[str]:
+        return sorted(n for n in set(names) if n in dags and n not in touched and not dags[n].paused)
+
+    files = {f.file: f for f in after.import_errors}
+    out: dict[tuple[str, str], Break] = {}
+    for finding in sorted(opened, key=lambda f: (-severity_rank(f.severity), f.code, f.subject)):
+        if finding.waived:
+            continue
+        cuts: list[tuple[str, str]] = []  # (dependent, through)
+        if finding.code == "asset-unproduced":
+            cuts = [(dag_id, finding.subject) for dag_id in harmed(consumers.get(finding.subject, ()))]
+        elif finding.code == "dag-import-error" and finding.subject in files:
+            held = set(files[finding.subject].dags)
+            for edge in before.lineage:
+                if edge.depends_on not in held:
+                    continue
+                if edge.dag_link:
+                    cuts.extend((dag_id, edge.depends_on) for dag_id in harmed([edge.dependent]))
+                else:
+                    cuts.extend((dag_id, edge.asset) for dag_id in harmed(consumers.get(edge.asset, ())))
+        elif finding.code == "dag-link-missing":
+            cuts = _missing_link(finding.subject, dags)
+        for dependent, through in sorted(cuts):
+            key = (dependent, through)
+            if key not in out:
+                out[key] = Break(finding.code, finding.subject, dependent, _owners(dags[dependent]), through)
+    return tuple(out.values())
+
+
+def _missing_link(subject: str, dags: Mapping[str, Dataset]) -> list[tuple[str, str]]:
+    """The DAG making the trigger or sensor ``subject`` (``dag_id.task_id``, a dag_id may hold
+    dots) and the DAG it names, which the estate does not have."""
+    cut = len(subject)
+    while (cut := subject.rfind(".", 0, cut)) > 0:
+        dag = dags.get(subject[:cut])
+        if dag is None:
+            continue
+        named = dag.maps_to or dag.identity  # a merged estate's <deployment>/ before the dag_id
+        prefix = dag.identity[: len(dag.identity) - len(named)] if dag.identity.endswith(named) else ""
+        task_id = subject[cut + 1 :]
+        return [(dag.identity, prefix + target) for task, _, target in owned_links(dag) if task == task_id][
+            :1
+        ]
+    return []
 
 
 def change_json(change: Change) -> dict[str, Any]:
@@ -566,6 +718,7 @@ def change_json(change: Change) -> dict[str, Any]:
         "dagsRemoved": list(change.dags_removed),
         "dagsChanged": list(change.dags_changed),
         "affected": [a.as_dict() for a in change.affected],
+        "breaks": [b.as_dict() for b in change.breaks],
         "lines": dict(sorted(change.lines.items())),
         **({"teamsAffected": list(change.teams)} if change.teams is not None else {}),
     }

@@ -161,13 +161,29 @@ def render_markdown(
 
 
 def _change_section(change: Any, names: Mapping[str, str], max_rows: int) -> list[str]:
-    """A pre-merge check's change, first: its three lines, then the findings it opens and the DAGs
-    it affects as tables (nothing for a document without a ``change`` part)."""
+    """A pre-merge check's change, first: its lines, then what it breaks, the findings it opens and
+    the DAGs it affects as tables (nothing for a document without a ``change`` part)."""
     if not isinstance(change, dict):
         return []
     out = ["## This change", ""]
     out.extend(f"- {_text(line)}" for line in change_lines(change))
     out.append("")
+    breaks = change.get("breaks") or ()
+    if breaks:
+        out.append(f"### Breaks ({len(breaks)})")
+        out.append("")
+        rows = (
+            [
+                _code(b["dependent"]),
+                _text(", ".join(b.get("owners") or ()) or "no owner"),
+                _text(b["team"]) if b.get("team") else "",
+                _code(b["through"]),
+                f"{_code(b['finding']['code'])} {_code(b['finding']['subject'])}",
+            ]
+            for b in breaks
+        )
+        out.extend(_table(("DAG", "Owners", "Team", "Through", "Finding"), rows, len(breaks), max_rows))
+        out.append("")
     opened = sorted(change.get("findingsOpened", ()), key=table_order)
     if opened:
         out.append(f"### Opened ({len(opened)})")
@@ -187,10 +203,11 @@ def _change_section(change: Any, names: Mapping[str, str], max_rows: int) -> lis
                 _code(a["dag"]),
                 _text(with_links(a.get("owners") or (), a.get("ownerLinks") or {}) or "no owner"),
                 _code(a["through"]),
+                "cut" if a.get("cut") else "changed",
             ]
             for a in affected
         )
-        out.extend(_table(("DAG", "Owners", "Through"), rows, len(affected), max_rows))
+        out.extend(_table(("DAG", "Owners", "Through", "Edge"), rows, len(affected), max_rows))
         out.append("")
     closed = change.get("findingsClosed", ())
     if closed:

@@ -317,9 +317,11 @@ CHANGE_NAMES = 5
 
 
 def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> list[str]:
-    """A change (the document's ``change`` part) in three lines: what it does in counts, what it
-    breaks (the findings it opens, the most severe first), and whom it affects (each DAG downstream
-    of what changed, with its owners). Plain text, not yet escaped."""
+    """A change (the document's ``change`` part) in three lines, then what it opens: what it does
+    in counts, what it breaks (each dependency it cuts for another DAG: the DAG, its owners, what it
+    is reached through and the finding that says so, the most severe first), and whom it affects
+    (each DAG downstream of a cut or changed edge, with its owners); then the findings it opens.
+    Plain text, not yet escaped."""
     opened = sorted(change.get("findingsOpened", ()), key=table_order)
     closed = change.get("findingsClosed", ())
     baseline = change.get("baseline")
@@ -351,10 +353,15 @@ def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> 
             f"This change ({where}): no change: the folder parses to the estate the baseline holds",
             *isolation_line(change),
         ]
-    breaks = [
-        f"{f['severity']} {f['code']} {f['subject']}" + (" (waived)" if f.get("waived") else "")
-        for f in opened
-    ]
+    severity = {(f.get("code"), f.get("subject")): f.get("severity") for f in opened}
+    breaks = []
+    for cut in change.get("breaks", ()):
+        code, subject = cut["finding"]["code"], cut["finding"]["subject"]
+        said = f"{severity.get((code, subject), '')} {code}".lstrip()
+        breaks.append(
+            f"{cut['dependent']} ({', '.join(cut.get('owners') or ()) or 'no owner'}) through "
+            f"{cut['through']}: {said}" + ("" if subject == cut["through"] else f" {subject}")
+        )
     affected = [
         f"{a['dag']} ({with_links(a.get('owners') or (), a.get('ownerLinks') or {}) or 'no owner'}) "
         f"through {a['through']}"
@@ -363,9 +370,26 @@ def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> 
     out = [
         f"This change ({where}): {', '.join(parts)}",
         *isolation_line(change),
-        "breaks: " + (_named(breaks, names_shown) if breaks else "nothing (no finding opens)"),
-        "affects: " + (_named(affected, names_shown) if affected else "no DAG downstream of what changed"),
+        "breaks: "
+        + (
+            _named(breaks, names_shown)
+            if breaks
+            else "nothing (no other DAG loses an asset or a DAG it depends on)"
+        ),
+        "affects: "
+        + (_named(affected, names_shown) if affected else "no DAG downstream of a cut or changed edge"),
     ]
+    if opened:
+        out.append(
+            "opens: "
+            + _named(
+                [
+                    f"{f['severity']} {f['code']} {f['subject']}" + (" (waived)" if f.get("waived") else "")
+                    for f in opened
+                ],
+                names_shown,
+            )
+        )
     if isinstance(change.get("teamsAffected"), list):
         out.append("teams: " + (", ".join(map(str, change["teamsAffected"])) or "none"))
     return out
