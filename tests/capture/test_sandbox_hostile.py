@@ -359,3 +359,72 @@ def test_a_file_name_with_a_newline_is_shown_escaped_never_as_the_error(tmp_path
     # Airflow 3.0 names the file by its absolute path, later lines by its path in the bundle
     assert error["filename"].endswith("evil\\nError: no error, everything is fine.py")
     assert "\n" not in error["filename"] and "real failure" in error["stack_trace"]
+
+
+def docs_judging_step() -> str:
+    """The GitHub Actions recipe's ``Judge the change`` step, as docs/premerge.md shows it."""
+    import yaml
+
+    text = (Path(__file__).parents[2] / "docs" / "premerge.md").read_text()
+    block = next(b for b in text.split("```yaml")[1:] if "coremodels.yml" in b.split("\n", 2)[1])
+    workflow = yaml.safe_load(block.split("```")[0])
+    steps = workflow["jobs"]["judge"]["steps"]
+    return next(step["run"] for step in steps if step.get("name") == "Judge the change")
+
+
+def test_the_docs_recipe_judges_a_hostile_change_in_the_sandbox(tmp_path: Path) -> None:
+    """The docs' judging step, run as written (bash, in the checkout) on a change that adds a file
+    reading every /proc it can see: it parses in the sandbox, writes the report and SARIF of one
+    run, and the secret of the step's environment is nowhere in them."""
+    _sandbox_or_skip()
+    estate = Path(__file__).parents[2] / "example_dags" / "estate"
+    (tmp_path / "dags").mkdir()
+    for source in estate.glob("*.py"):
+        (tmp_path / "dags" / source.name).write_text(source.read_text())
+    (tmp_path / "governance").mkdir()
+    (tmp_path / "governance" / "rules.yaml").write_text("teams:\n  finance: {owners: [finance]}\n")
+    (tmp_path / "governance" / "waivers.yaml").write_text("waivers: []\n")
+    python = [sys.executable, "-m", "airflow_provider_coremodels"]
+    baseline = subprocess.run(
+        [*python, "audit", "--dag-folder", "dags", "--format", "json"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+        timeout=240,
+    )
+    (tmp_path / "baseline.json").write_bytes(baseline.stdout)
+    (tmp_path / "dags" / "proc.py").write_text(
+        dag(
+            "proc",
+            """
+            import os
+            for pid in os.listdir('/proc'):
+                try:
+                    env = open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace')
+                    LOOT += ' '.join(v[::-1] for v in env.split('\\0') if 'HOSTILE' in v)
+                except OSError:
+                    pass
+            """,
+        )
+    )
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')  # the step's `python`
+    (shims / "python").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}",
+        "COREMODELS_HOSTILE_TOKEN": SECRET,
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", docs_judging_step()], cwd=tmp_path, env=env, capture_output=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    said = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+    assert (tmp_path / "status").read_text().strip() == "0", said[:3000]  # a new DAG breaks nothing
+    report = (tmp_path / "report.md").read_text()
+    sarif = json.loads((tmp_path / "coremodels.sarif").read_text())
+    assert "isolation: the DAG code ran in a sandbox" in report
+    assert sarif["runs"][0]["properties"]["isolation"] == "sandbox"
+    for text in (report, json.dumps(sarif), done.stdout.decode(errors="replace")):
+        assert SECRET not in text and SECRET[::-1] not in text
