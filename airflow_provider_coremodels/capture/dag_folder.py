@@ -249,6 +249,19 @@ def _ci_files(environ: Mapping[str, str]) -> list[str]:
     return [environ[name] for name in names if environ.get(name)]
 
 
+def _user_processes() -> int:
+    """How many processes (threads count, as ``RLIMIT_NPROC`` counts them) this user runs now."""
+    uid, count = os.getuid(), 0
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{name}/task"))
+            except OSError:
+                continue
+    return count
+
+
 @dataclass(frozen=True)
 class ParseLimits:
     """What a parse may produce: each file's answer, all answers held, a DAG file's size, what a
@@ -258,7 +271,9 @@ class ParseLimits:
     run_answer_bytes: int = 256 << 20
     file_bytes: int = 16 << 20
     written_bytes: int = 64 << 20
-    processes: int = 0  # 0: not bounded by RLIMIT_NPROC (see docs/premerge.md)
+    #: processes the DAG code may add to what the user runs already (``RLIMIT_NPROC``, which
+    #: counts a user's processes machine-wide; the kernel exempts root from it)
+    processes: int = 256
 
     def request(self) -> dict[str, int]:
         return {
@@ -266,7 +281,7 @@ class ParseLimits:
             "max_answers": self.run_answer_bytes,
             "max_file": self.file_bytes,
             "max_written": self.written_bytes,
-            "processes": self.processes,
+            "processes": _user_processes() + self.processes if self.processes and os.getuid() else 0,
         }
 
     @property

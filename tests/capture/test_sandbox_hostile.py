@@ -428,3 +428,28 @@ def test_the_docs_recipe_judges_a_hostile_change_in_the_sandbox(tmp_path: Path) 
     assert sarif["runs"][0]["properties"]["isolation"] == "sandbox"
     for text in (report, json.dumps(sarif), done.stdout.decode(errors="replace")):
         assert SECRET not in text and SECRET[::-1] not in text
+
+
+@pytest.mark.skipif(os.getuid() == 0, reason="the kernel exempts root from RLIMIT_NPROC: run as a user")
+def test_a_fork_bomb_is_bounded_and_ends_with_its_parse(tmp_path) -> None:
+    (tmp_path / "bomb.py").write_text(
+        dag(
+            "bomb",
+            """
+            import os, time
+            forked = 0
+            try:
+                for _ in range(2000):
+                    if os.fork() == 0:
+                        time.sleep(60)
+                        os._exit(0)
+                    forked += 1
+            except OSError:
+                pass
+            LOOT += f'forked {forked}'
+            """,
+        )
+    )
+    artifacts = parse_dag_folder(tmp_path, timeout=20, limits=ParseLimits(processes=50))
+    (entry,) = artifacts.dags["dags"]
+    assert int(entry["description"].rsplit(" ", 1)[1]) <= 50
