@@ -64,6 +64,7 @@ class FolderArtifacts:
     datasets: dict[str, Any]  # as datasets.json: "assets", "asset_aliases", "inactive_assets", "dependencies"
     airflow_version: str
     files: int  # DAG files parsed (those that failed included)
+    listed: int  # DAG files in the folder (more than ``files`` for a parse scoped to a change)
     lines: Mapping[str, int]  # dag_id -> the line of its DAG(...) call or @dag function; best effort
     lossiness: tuple[Lossiness, ...]  # what the code shows that no API does, or lacks
     #: where the parse server's seconds went: its start (Airflow's import), warm-up, files, mapping
@@ -89,6 +90,7 @@ def parse_dag_folder(
     passed_env: Iterable[str] = (),
     hidden: Iterable[str] = (),
     limits: ParseLimits | None = None,
+    only: Iterable[str] | None = None,
 ) -> FolderArtifacts:
     """Parse the DAG files under ``folder`` as the dag-processor would, each file isolated.
 
@@ -104,7 +106,9 @@ def parse_dag_folder(
     chosen; ``deadline``: seconds the whole parse may take, the listing included (default
     :data:`DEFAULT_DEADLINE`); ``passed_env``: variables the DAG code is given beside the
     allow list (``--parse-env``), less those in ``withheld_env``; ``hidden``: what the run reads
-    or writes, which must not exist in the sandbox (the working directory is always hidden).
+    or writes, which must not exist in the sandbox (the working directory is always hidden);
+    ``only``: the files (paths relative to ``folder``) to parse, of those Airflow lists (a parse
+    scoped to a change); ``files`` then counts those, ``listed`` all.
     """
     started = time.monotonic()
     root = Path(folder)
@@ -137,6 +141,7 @@ def parse_dag_folder(
             "paused_at_creation": paused_at_creation,
             "memory": 4 << 30 if memory is None else memory,
             "sandboxed": inside,
+            "only": None if only is None else sorted(only),
             **limits.request(),
         }
         if inside:
@@ -163,6 +168,7 @@ def parse_dag_folder(
             datasets=result["datasets"],
             airflow_version=result["airflow_version"],
             files=int(result["files"]),
+            listed=int(result.get("listed", result["files"])),
             lines={
                 str(k): v
                 for k, v in result["lines"].items()

@@ -897,6 +897,10 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     if paused_at_creation is None:
         paused_at_creation = conf.getboolean("core", "dags_are_paused_at_creation")
     files = _list_files(folder, request["safe_mode"])
+    listed = len(files)
+    if request.get("only") is not None:  # a parse scoped to a change: these files alone
+        only = set(request["only"])
+        files = [path for path in files if os.path.relpath(path, folder) in only]
     # Airflow's modules the files import, imported here once. The folder is never on this
     # process's path (each child appends it, as Airflow does): nothing of it runs here.
     _pre_import(files, int(request["max_file"]))
@@ -915,6 +919,7 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     timings["files"] = time.monotonic() - begun - sum(timings.values())
     created_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
     result = _map(files, outcomes, request, bool(paused_at_creation), airflow.__version__, created_at)
+    result["listed"] = listed
     result["refused_files"] = sorted(shown(os.path.relpath(path, folder)) for path in refused)
     timings["map"] = time.monotonic() - begun - sum(timings.values())
     result["timings"] = timings  # where the parse server's time went (the benchmark prints it)

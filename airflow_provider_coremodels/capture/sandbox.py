@@ -240,10 +240,14 @@ def _configured(environ: Mapping[str, str]) -> Iterable[tuple[str, str, str]]:
 
 def python_paths(python: str) -> list[str]:
     """What the interpreter needs to run: its prefixes and the directories of its ``sys.path`` (as
-    ``-I`` sees it: no working directory, no user site), real paths, nested ones dropped."""
+    ``-I`` sees it: no working directory, no user site), and where it finds this package (for
+    Airflow's provider discovery; an editable install's source), real paths."""
     code = (
-        "import json, os, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, "
-        "sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable)), *sys.path]))"
+        "import importlib.util, json, os, sys\n"
+        "spec = importlib.util.find_spec('airflow_provider_coremodels')\n"
+        "package = list(spec.submodule_search_locations or []) if spec else []\n"
+        "print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, "
+        "os.path.dirname(os.path.realpath(sys.executable)), *sys.path, *package]))"
     )
     said = subprocess.run([python, "-I", "-c", code], capture_output=True, timeout=60, check=True)
     return [p for p in json.loads(said.stdout) if p]

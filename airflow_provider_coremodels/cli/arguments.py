@@ -534,6 +534,30 @@ DAG_FOLDER = (
         },
     ),
     ArgSpec(
+        ("--base",),
+        {
+            "metavar": "REF",
+            "help": "with --dag-folder and --baseline: judge what the work tree changes relative to the "
+            "merge base of REF and HEAD (e.g. origin/main), applied to the deployed estate; files the "
+            "change does not touch stay as deployed",
+        },
+    ),
+    ArgSpec(
+        ("--base-folder",),
+        {
+            "metavar": "DIR",
+            "help": "as --base, with the merge base given as a folder instead of a git ref",
+        },
+    ),
+    ArgSpec(
+        ("--full",),
+        {
+            "action": "store_true",
+            "help": "with --base: parse every file of both versions, not only those the change can alter "
+            "(the same change, slower: a check of the scoped parse)",
+        },
+    ),
+    ArgSpec(
         ("--sandbox",),
         {
             "choices": ("auto", "require", "off"),

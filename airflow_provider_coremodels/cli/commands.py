@@ -53,11 +53,14 @@ def audit(args: argparse.Namespace) -> int:
         ("--bundle", args.bundle),
         ("--fail-on-new", args.fail_on_new),
         ("--deployment", args.deployment),
+        ("--base", args.base),
+        ("--base-folder", args.base_folder),
     ):
         if given is not None:
             raise UsageError(f"audit {flag} goes with --dag-folder")
-    if args.fail_on_break:
-        raise UsageError("audit --fail-on-break goes with --dag-folder")
+    for flag, on in (("--fail-on-break", args.fail_on_break), ("--full", args.full)):
+        if on:
+            raise UsageError(f"audit {flag} goes with --dag-folder")
     outputs = checked_outputs(args.output)
     document = team_view(_audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes), args)
     write_outputs(document, args, outputs)
@@ -79,6 +82,10 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
             "audit takes --dag-folder alone, without --dags, --tasks, --datasets, --snapshot or --example"
         )
     outputs = checked_outputs(args.output)
+    if args.base and args.base_folder:
+        raise UsageError("audit takes --base or --base-folder, not both")
+    if args.full and not (args.base or args.base_folder):
+        raise UsageError("audit --full goes with --base or --base-folder (without them every file is parsed)")
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
     stored = None
@@ -105,6 +112,9 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
             ),
             max_snapshot_bytes=args.max_snapshot_bytes,
             sandbox=args.sandbox,
+            base=args.base,
+            base_folder=args.base_folder,
+            full=args.full,
             deadline=args.parse_deadline,
             passed_env=tuple(args.parse_env or ()),
             hidden=[  # what the run reads and writes: not in the sandbox

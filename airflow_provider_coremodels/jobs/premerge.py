@@ -12,10 +12,13 @@ audited alike (the same rules, waivers and freshness time), and the document gai
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import json
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.core import Baseline, Estate, State, audit, build_document
@@ -24,6 +27,8 @@ from airflow_provider_coremodels.core.checks.waivers import Waiver
 from airflow_provider_coremodels.core.comparing.change import (
     DEFAULT_BUNDLE,
     Change,
+    Deployed,
+    Scope,
     Target,
     alias_uses,
     bundles_of,
@@ -36,6 +41,9 @@ from airflow_provider_coremodels.core.comparing.change import (
 from airflow_provider_coremodels.core.estate.model import Lossiness
 from airflow_provider_coremodels.core.snapshots.document import StoredSnapshot
 from airflow_provider_coremodels.errors import UsageError
+
+if TYPE_CHECKING:
+    from airflow_provider_coremodels.capture.dag_folder import FolderArtifacts
 
 
 @dataclass(frozen=True)
@@ -54,6 +62,9 @@ class FolderCheck:
     withheld_env: Sequence[str] = ()
     max_snapshot_bytes: int | None = None
     sandbox: str = "auto"  # auto, require or off (capture/sandbox.py)
+    base: str | None = None  # --base REF: the change relative to the merge base of REF and HEAD
+    base_folder: str | None = None  # --base-folder DIR: ... relative to that folder
+    full: bool = False  # --full: parse every file of both versions, not only what the change can alter
     deadline: float | None = None  # the whole parse (--parse-deadline)
     passed_env: Sequence[str] = ()  # variables the DAG code is given beside the allow list
     hidden: Sequence[str] = ()  # what the run reads or writes: absent from the sandbox
@@ -66,9 +77,13 @@ class FolderResult:
 
 
 def check_folder(check: FolderCheck) -> FolderResult:
-    """Parse the folder, put it in the baseline's estate, audit before and after, and describe the change."""
-    from airflow_provider_coremodels.capture.dag_folder import NOT_IN_CODE, parse_dag_folder
+    """Parse the folder, put it in the baseline's estate, audit before and after, and describe the change.
 
+    With ``base`` (a git ref) or ``base_folder``, the change is what the work tree does relative to
+    the merge base: the files it touches, and those that import or read them, are parsed in both
+    versions (every file with ``full``), and each version is put in the baseline's estate in place
+    of those files' DAGs alone; the rest of the bundle stays as deployed.
+    """
     folder = Path(check.folder).expanduser()
     if not folder.is_dir():
         problem = "is not a directory" if folder.exists() else "does not exist"
@@ -78,6 +93,10 @@ def check_folder(check: FolderCheck) -> FolderResult:
         raise UsageError(
             f"--baseline {check.baseline_source}: was stored without datasets and lineage (over the "
             "snapshot cap), so the change cannot be placed in it"
+        )
+    if (check.base or check.base_folder) and stored is None:
+        raise UsageError(
+            "--base and --base-folder judge a change in the deployed estate: give --baseline too"
         )
     before = stored.estate if stored is not None else None
     target = _target(before, check.bundle, check.deployment)
@@ -92,6 +111,36 @@ def check_folder(check: FolderCheck) -> FolderResult:
                 f"{', '.join(present) or 'none named'}): every DAG of the folder reads as added",
             )
         )
+    if check.base or check.base_folder:
+        assert before is not None and stored is not None and known is not None
+        return _check_change(check, folder, stored, target, known, records)
+    artifacts, parsed = _parsed(check, folder, known, stored, records)
+    if before is None:
+        after = parsed
+        empty = Estate(datasets=(), lineage=(), state=parsed.state)
+        then = audit(empty, waivers=check.waivers, policy=check.policy)
+        now = audit(after, waivers=check.waivers, policy=check.policy)
+        before_estate = empty
+    else:
+        after = splice(before, parsed, target, aliases=alias_uses(artifacts.datasets))
+        then = audit(before, waivers=check.waivers, policy=check.policy)
+        assert stored is not None
+        now = audit(after, Baseline(stored.fingerprint, before), waivers=check.waivers, policy=check.policy)
+        before_estate = before
+    return _result(check, artifacts, before_estate, after, then, now, stored, target, {})
+
+
+def _parsed(
+    check: FolderCheck,
+    folder: Path,
+    known: Deployed | None,
+    stored: StoredSnapshot | None,
+    records: Sequence[Lossiness],
+    only: Iterable[str] | None = None,
+) -> tuple[FolderArtifacts, Estate]:
+    """One folder parsed (``only`` those files, where given) into the bundle's estate."""
+    from airflow_provider_coremodels.capture.dag_folder import NOT_IN_CODE, parse_dag_folder
+
     artifacts = parse_dag_folder(
         folder,
         bundle=check.bundle,
@@ -104,6 +153,7 @@ def check_folder(check: FolderCheck) -> FolderResult:
         deadline=check.deadline,
         passed_env=tuple(check.passed_env),
         hidden=tuple(check.hidden),
+        only=only,
     )
     runtime = list(artifacts.lossiness)
     if stored is not None:  # what no parse knows, the baseline gives
@@ -120,29 +170,125 @@ def check_folder(check: FolderCheck) -> FolderResult:
         airflow_version=artifacts.airflow_version,
         api_version="v2",
         captured_at=None,
-        deployment=before.state.deployment if before is not None else None,
+        deployment=stored.estate.state.deployment if stored is not None and stored.estate else None,
     )
     parsed = parsed_bundle(
-        artifacts.dags,
-        artifacts.tasks,
-        artifacts.datasets,
-        state=state,
-        lossiness=[*records, *runtime],
+        artifacts.dags, artifacts.tasks, artifacts.datasets, state=state, lossiness=[*records, *runtime]
     )
-    if before is None:
-        after = parsed
-        empty = Estate(datasets=(), lineage=(), state=state)
-        then = audit(empty, waivers=check.waivers, policy=check.policy)
-        now = audit(after, waivers=check.waivers, policy=check.policy)
-        before_estate = empty
-    else:
-        after = splice(before, parsed, target, aliases=alias_uses(artifacts.datasets))
-        then = audit(before, waivers=check.waivers, policy=check.policy)
-        assert stored is not None
-        now = audit(after, Baseline(stored.fingerprint, before), waivers=check.waivers, policy=check.policy)
-        before_estate = before
+    return artifacts, parsed
+
+
+def _check_change(
+    check: FolderCheck,
+    folder: Path,
+    stored: StoredSnapshot,
+    target: Target,
+    known: Deployed,
+    records: Sequence[Lossiness],
+) -> FolderResult:
+    """The change of ``--base``/``--base-folder``: both versions of what it can alter, each put in
+    the deployed estate, audited alike; the drift judged against the merge base's version."""
+    from airflow_provider_coremodels.capture.diff import from_folder, from_git, to_parse
+
+    deployed_estate = stored.estate
+    assert deployed_estate is not None
+    with tempfile.TemporaryDirectory(prefix="coremodels-base-") as scratch:
+        if check.base:
+            view = from_git(folder, check.base, Path(scratch))
+        else:
+            assert check.base_folder is not None
+            view = from_folder(folder.resolve(), Path(check.base_folder).expanduser())
+        touched = view.touched
+        head_only = None if check.full else to_parse(folder, touched)
+        base_only = None if check.full else to_parse(view.folder, touched)
+        with ThreadPoolExecutor(max_workers=2) as pool:  # two parse servers, one a core each
+            head_job = pool.submit(_parsed, check, folder, known, stored, records, head_only)
+            base_job = pool.submit(_parsed, check, view.folder, known, stored, (), base_only)
+            head, head_estate = head_job.result()
+            base, base_estate = base_job.result()
+    files = set(touched) | (set(head_only or ()) | set(base_only or ()))
+    if check.full:  # what the scoped parse would read: every file whose parse differs
+        files |= _differing(head, base)
+    scope = Scope(frozenset(files), frozenset(_dags_of(base, files)) | frozenset(_dags_of(head, files)))
+    before = splice(deployed_estate, base_estate, target, aliases=alias_uses(base.datasets), scope=scope)
+    after = splice(deployed_estate, head_estate, target, aliases=alias_uses(head.datasets), scope=scope)
+    drift = Baseline(stored.fingerprint, before)  # the pull request's own drift, not the deployment's
+    then = audit(before, drift, waivers=check.waivers, policy=check.policy)
+    now = audit(after, drift, waivers=check.waivers, policy=check.policy)
+    base_json = {
+        **view.as_json(),
+        "filesParsed": head.files,
+        "filesListed": head.listed,
+        "full": check.full,
+    }
+    return _result(check, head, before, after, then, now, stored, target, {"base": base_json})
+
+
+def _dags_of(artifacts: FolderArtifacts, files: set[str]) -> set[str]:
+    """The DAGs the parse found in ``files``."""
+    scope = Scope(frozenset(files))
+    return {
+        str(d.get("dag_id")) for d in artifacts.dags.get("dags", ()) if scope.holds(d.get("relative_fileloc"))
+    }
+
+
+def _differing(head: FolderArtifacts, base: FolderArtifacts) -> set[str]:
+    """The files whose parse differs between the two versions (their DAGs, tasks, asset references
+    or import error), for ``--full``: the scope a scoped parse must have found."""
+    now, then = _by_file(head), _by_file(base)
+    return {path for path in now.keys() | then.keys() if now.get(path) != then.get(path)}
+
+
+#: What differs between two parses of the same file: time, the signed file token, and the ids
+#: Airflow numbers assets with in the order it meets them.
+_VOLATILE = frozenset(
+    ("file_token", "last_parsed_time", "last_parse_duration", "fileloc", "id", "created_at", "updated_at")
+)
+
+
+def _by_file(artifacts: FolderArtifacts) -> dict[str, str]:
+    """Each file's parse as one comparable string: its DAGs, their tasks, their asset references,
+    its import error."""
+    files: dict[str, list[Any]] = {}
+    where: dict[str, str] = {}
+    for dag in artifacts.dags.get("dags", ()):
+        path = str(dag.get("relative_fileloc"))
+        where[str(dag.get("dag_id"))] = path
+        files.setdefault(path, []).append(_stable(dag))
+        files[path].append(_stable(artifacts.tasks.get(dag.get("dag_id"))))
+    for error in artifacts.dags.get("import_errors", ()):
+        path = str(error.get("filename") or "")
+        files.setdefault(path, []).append(str(error.get("stack_trace")))
+    for asset in artifacts.datasets.get("assets", ()):
+        for role in ("producing_tasks", "consuming_tasks", "scheduled_dags"):
+            for ref in asset.get(role) or ():
+                owner = where.get(str(ref.get("dag_id")))
+                if owner is not None:
+                    files[owner].append([role, asset.get("uri"), asset.get("name"), ref.get("task_id")])
+    return {path: json.dumps(sorted(map(json.dumps, parts))) for path, parts in files.items()}
+
+
+def _stable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+def _result(
+    check: FolderCheck,
+    artifacts: FolderArtifacts,
+    before: Estate,
+    after: Estate,
+    then: Any,
+    now: Any,
+    stored: StoredSnapshot | None,
+    target: Target,
+    extra: dict[str, Any],
+) -> FolderResult:
     change = describe(
-        before_estate,
+        before,
         after,
         then.findings,
         now.findings,
@@ -157,6 +303,7 @@ def check_folder(check: FolderCheck) -> FolderResult:
     document = build_document(after, now, **build)
     document["change"] = {
         **change_json(change),
+        **extra,
         "isolation": artifacts.isolation.kind,
         "isolationDetail": artifacts.isolation.detail,
     }

@@ -373,9 +373,10 @@ def docs_judging_step() -> str:
 
 
 def test_the_docs_recipe_judges_a_hostile_change_in_the_sandbox(tmp_path: Path) -> None:
-    """The docs' judging step, run as written (bash, in the checkout) on a change that adds a file
-    reading every /proc it can see: it parses in the sandbox, writes the report and SARIF of one
-    run, and the secret of the step's environment is nowhere in them."""
+    """The docs' judging step, run as written (bash, in a checkout whose origin/main is the merge
+    base) on a change that adds a file reading every /proc it can see: it parses in the sandbox,
+    writes the report and SARIF of one run, and the secret of the step's environment is nowhere in
+    them."""
     _sandbox_or_skip()
     estate = Path(__file__).parents[2] / "example_dags" / "estate"
     (tmp_path / "dags").mkdir()
@@ -384,6 +385,15 @@ def test_the_docs_recipe_judges_a_hostile_change_in_the_sandbox(tmp_path: Path) 
     (tmp_path / "governance").mkdir()
     (tmp_path / "governance" / "rules.yaml").write_text("teams:\n  finance: {owners: [finance]}\n")
     (tmp_path / "governance" / "waivers.yaml").write_text("waivers: []\n")
+    for step in (
+        ["init", "-q", "-b", "main"],
+        ["-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-q", "--allow-empty", "-m", "x"],
+        ["add", "-A"],
+        ["-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-q", "-m", "the estate"],
+        ["update-ref", "refs/remotes/origin/main", "HEAD"],  # as actions/checkout leaves the base
+        ["checkout", "-q", "-b", "pull-request"],
+    ):
+        subprocess.run(["git", *step], cwd=tmp_path, check=True, capture_output=True, timeout=60)
     python = [sys.executable, "-m", "airflow_provider_coremodels"]
     baseline = subprocess.run(
         [*python, "audit", "--dag-folder", "dags", "--format", "json"],
@@ -415,6 +425,7 @@ def test_the_docs_recipe_judges_a_hostile_change_in_the_sandbox(tmp_path: Path) 
         **os.environ,
         "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}",
         "COREMODELS_HOSTILE_TOKEN": SECRET,
+        "BASE_REF": "main",  # the step's env: github.base_ref
     }
     done = subprocess.run(
         ["bash", "-e", "-c", docs_judging_step()], cwd=tmp_path, env=env, capture_output=True, timeout=300
@@ -425,6 +436,7 @@ def test_the_docs_recipe_judges_a_hostile_change_in_the_sandbox(tmp_path: Path) 
     report = (tmp_path / "report.md").read_text()
     sarif = json.loads((tmp_path / "coremodels.sarif").read_text())
     assert "isolation: the DAG code ran in a sandbox" in report
+    assert "1 of 4 files parsed" in report  # the change alone: proc.py, of the estate's three and it
     assert sarif["runs"][0]["properties"]["isolation"] == "sandbox"
     for text in (report, json.dumps(sarif), done.stdout.decode(errors="replace")):
         assert SECRET not in text and SECRET[::-1] not in text

@@ -60,6 +60,14 @@ def pre_commit_runs(declared: dict[str, object], files: list[str]) -> bool:
     return any(re.search(take, name) and not re.search(leave, name) for name in files)
 
 
+def docs_args() -> list[str]:
+    """The hook's ``args`` as docs/premerge.md's pre-commit configuration gives them."""
+    text = (REPO / "docs" / "premerge.md").read_text()
+    block = next(b for b in text.split("```yaml")[1:] if ".pre-commit-config.yaml" in b.split("\n", 2)[1])
+    (configured,) = yaml.safe_load(block.split("```")[0])["repos"][0]["hooks"]
+    return [str(arg) for arg in configured["args"]]
+
+
 def git(repo: Path, *args: str) -> None:
     subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
@@ -121,7 +129,8 @@ def test_a_commit_that_only_deletes_a_producer_is_checked_and_fails(tmp_path: Pa
     git(repo, "init", "-q")
     git(repo, "add", "dags")
     git(repo, "commit", "-q", "-m", "deployed")
-    baseline = repo / "baseline.json"
+    baseline = repo / ".coremodels" / "baseline.json"  # where the docs' args read it
+    baseline.parent.mkdir()
     running = {**os.environ, "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
     parsed = subprocess.run(
         [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", str(repo / "dags"),
@@ -137,8 +146,9 @@ def test_a_commit_that_only_deletes_a_producer_is_checked_and_fails(tmp_path: Pa
     assert pre_commit_runs(hook(), [])
     entry = [sys.executable, *shlex.split(str(hook()["entry"]))[1:]]
     ran = subprocess.run(
-        [*entry, str(repo / "dags"), "--baseline", str(baseline)],
+        [*entry, *docs_args()],  # the hook as docs/premerge.md configures it: --base HEAD
         capture_output=True, text=True, cwd=repo, timeout=300, env=running,
     )  # fmt: skip
     assert ran.returncode == 1, ran.stderr
+    assert "merge base" in ran.stdout.splitlines()[0] and "0 of 1 files parsed" in ran.stdout.splitlines()[0]
     assert "breaks: daily_revenue (finance) through s3://lake/orders: Warning asset-unproduced" in ran.stdout

@@ -93,6 +93,25 @@ class Target:
         return identity.removeprefix(f"{self.deployment}/")
 
 
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The part of the bundle a change can alter (``--base``): its ``files`` (paths in the bundle)
+    and the DAGs parsed from them at the merge base (``dags``, as the folder names them). A DAG or
+    broken file of the bundle outside it stays as the baseline has it."""
+
+    files: frozenset[str]
+    dags: frozenset[str] = frozenset()
+
+    def holds(self, path: str | None) -> bool:
+        """Whether a file of the bundle (its path in the bundle; Airflow 3.0's absolute one) is in it."""
+        if not path:
+            return False
+        return any(
+            path == f or path.startswith(f + "/") or (path.startswith("/") and path.endswith("/" + f))
+            for f in self.files
+        )
+
+
 # -- the baseline's view of the folder: what the parse needs from it -------------------------
 
 
@@ -224,7 +243,12 @@ def _learned_at_run_time(
 
 
 def splice(
-    baseline: Estate, parsed: Estate, target: Target, *, aliases: Mapping[str, set[str]] | None = None
+    baseline: Estate,
+    parsed: Estate,
+    target: Target,
+    *,
+    aliases: Mapping[str, set[str]] | None = None,
+    scope: Scope | None = None,
 ) -> Estate:
     """The baseline's estate with ``target``'s DAGs replaced by the parsed ones.
 
@@ -238,17 +262,34 @@ def splice(
       stays as the baseline has it while the code still makes the reference (``aliases``: the
       aliases each parsed DAG writes or waits on, ``alias_uses``).
     - Freshness (asset updates, latest runs, next runs) is the baseline's, judged when it was.
+    - With a ``scope`` (a parse scoped to a change), only the bundle's DAGs and broken files in it
+      are replaced; the rest of the bundle stays as stored too.
     """
     merged = target.deployment is not None
     base_dags = {d.identity: d for d in baseline.dags()}
-    replaced = {identity for identity, dag in base_dags.items() if target.owns(dag)}
+    replaced = {
+        identity
+        for identity, dag in base_dags.items()
+        if target.owns(dag)
+        and (
+            scope is None
+            or scope.holds(dag.metadata.get(RELATIVE_FILELOC_KEY))
+            or target.parsed_id(identity) in scope.dags
+        )
+    }
     by_file: dict[str, list[str]] = defaultdict(list)
     for identity in sorted(replaced):
         relative = base_dags[identity].metadata.get(RELATIVE_FILELOC_KEY)
         if relative:
             by_file[relative].append(identity)
 
-    broken: list[BrokenFile] = [f for f in baseline.import_errors if not target.owns_file(f)]
+    broken: list[BrokenFile] = [
+        f
+        for f in baseline.import_errors
+        if not target.owns_file(f) or (scope is not None and not scope.holds(f.path))
+    ]
+    if scope is not None:  # what the parse read beyond the scope (--full) stays as deployed
+        parsed = _within_scope(parsed, scope)
     last_parsed: set[str] = set()
     for file in parsed.import_errors:
         held = tuple(by_file.get(file.path, ()))
@@ -323,6 +364,21 @@ def splice(
         freshness=_freshness(baseline.freshness, replaced - dags.keys()),
         import_errors=tuple(sorted(broken, key=lambda f: f.file)),
     )
+
+
+def _within_scope(parsed: Estate, scope: Scope) -> Estate:
+    """The parsed bundle less what lies outside ``scope``: DAGs of other files, their edges, the
+    assets only they name, and other files' import errors."""
+    kept = {d.identity for d in parsed.dags() if scope.holds(d.metadata.get(RELATIVE_FILELOC_KEY))}
+    lineage = tuple(e for e in parsed.lineage if (e.link_owner if e.dag_link else e.dag_id) in kept)
+    named = {e.asset for e in lineage if not e.dag_link}
+    datasets = tuple(
+        d
+        for d in parsed.datasets
+        if (d.identity in kept if d.materialization == "dag" else d.identity in named)
+    )
+    errors = tuple(f for f in parsed.import_errors if scope.holds(f.path))
+    return dataclasses.replace(parsed, datasets=datasets, lineage=lineage, import_errors=errors)
 
 
 def _about(subject: str | None, dags: set[str]) -> bool:

@@ -328,6 +328,19 @@ def change_lines(change: Mapping[str, Any], names_shown: int = CHANGE_NAMES) -> 
     where = f"bundle {change.get('bundle')}" + (
         f", against baseline {baseline}" if baseline else ", no baseline"
     )
+    base = change.get("base")
+    if isinstance(base, dict):  # --base: the pull request's own diff, in the deployed estate
+        commit = base.get("commit")
+        judged = (
+            f"merge base {str(commit)[:12]} of {base.get('ref')}"
+            if commit
+            else f"base folder {base.get('ref')}"
+        )
+        where = (
+            f"bundle {change.get('bundle')}, {judged} applied to deployed baseline {baseline}; "
+            f"{base.get('filesParsed')} of {base.get('filesListed')} files parsed"
+            + (" (--full)" if base.get("full") else "")
+        )
     parts = [
         f"opens {len(opened)} finding{_s(len(opened))}"
         + (f" ({severity_counts([f for f in opened if not f.get('waived')])})" if opened else ""),

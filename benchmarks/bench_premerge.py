@@ -1,0 +1,110 @@
+"""A pull request's check (``audit --dag-folder --base``) against a ``DagBag`` of the whole folder.
+
+Run: python benchmarks/bench_premerge.py [--files 1500] [--repeat 3] [--full]
+
+Generates, in a git repository, a folder of N DAG files (``bench_dag_folder``'s realistic mix)
+plus the example estate, commits it on ``main`` and stores the folder's own parse as the deployed
+baseline; then a branch changes three files (two descriptions, and an outlet dropped from the
+example estate's producer, which breaks a consumer). Timed end to end, each in a fresh
+interpreter, Airflow's import included, the two sides alternating: the pre-merge check as CI runs
+it (``--base main``: the scoped parse of both versions, in the sandbox where there is one, the
+audit and the change), and ``DagBag(folder)`` of the whole folder in one process, which is what a
+team's own "DAGs import" test runs. Goal: at most 0.15 of the ``DagBag``. ``--full`` also times the
+check parsing every file of both versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_dag_folder import DAGBAG, generate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"failed: {' '.join(command[:6])}...: {done.stderr.strip()[-500:]}")
+    return elapsed, done.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=1500)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--full", action="store_true", help="also time --full (every file of both versions)")
+    args = parser.parse_args()
+    audit = [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", "dags"]
+    with tempfile.TemporaryDirectory(prefix="coremodels-bench-premerge-") as scratch:
+        repo = Path(scratch) / "repo"
+        folder = repo / "dags"
+        generate(folder, args.files)
+        shutil.copytree(ROOT / "example_dags" / "estate", folder / "estate")
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "deployed")
+        _, deployed = timed([*audit, "--format", "json"], repo)
+        (repo / "baseline.json").write_text(deployed)
+        git(repo, "checkout", "-q", "-b", "change")
+        for path in sorted(folder.glob("team_1/dag_*.py"))[:2]:
+            path.write_text(
+                path.read_text().replace('description="Loads batch', 'description="Loads the batch')
+            )
+        orders = folder / "estate" / "orders.py"
+        orders.write_text(orders.read_text().replace("        outlets=[ORDERS],\n", "", 1))
+        git(repo, "commit", "-q", "-am", "three files")
+        check = [*audit, "--baseline", "baseline.json", "--base", "main", "--format", "json"]
+        bag_times, check_times, full_times = [], [], []
+        change: dict = {}
+        for round_number in range(args.repeat):
+            sides = ["bag", "check", *(["full"] if args.full else [])]
+            for side in sides if round_number % 2 == 0 else sides[::-1]:
+                if side == "bag":
+                    bag_times.append(timed([sys.executable, "-c", DAGBAG, str(folder)], repo)[0])
+                elif side == "check":
+                    elapsed, out = timed(check, repo)
+                    check_times.append(elapsed)
+                    change = json.loads(out)["change"]
+                else:
+                    full_times.append(timed([*check, "--full"], repo)[0])
+        bag, ours = statistics.median(bag_times), statistics.median(check_times)
+        base = change["base"]
+        print(
+            f"{args.files} generated files and the example estate ({base['filesListed']} DAG files), "
+            f"{os.cpu_count()} cores; a change to {len(base['changed'])} files, "
+            f"{base['filesParsed']} parsed; isolation: {change.get('isolation')}; "
+            f"breaks: {[b['dependent'] for b in change['breaks']]}"
+        )
+        print("| side | median s |")
+        print("|---|---|")
+        print(f"| DagBag(folder), the whole folder in one process, Airflow's import included | {bag:.2f} |")
+        print(f"| audit --dag-folder --base main (both versions' scoped parse, the audit) | {ours:.2f} |")
+        if full_times:
+            print(f"| ... --full (every file of both versions) | {statistics.median(full_times):.2f} |")
+        print(f"ratio pull-request check / DagBag: {ours / bag:.2f} (goal <= 0.15)")
+
+
+if __name__ == "__main__":
+    main()
