@@ -4,8 +4,8 @@ Run: python benchmarks/bench_premerge.py [--files 1500] [--repeat 3] [--full]
 
 Generates, in a git repository, a folder of N DAG files (``bench_dag_folder``'s realistic mix)
 plus the example estate, commits it on ``main`` and stores the folder's own parse as the deployed
-baseline; then a branch changes three files (two descriptions, and an outlet dropped from the
-example estate's producer, which breaks a consumer). Timed end to end, each in a fresh
+baseline; then a branch changes three files (two descriptions, and drops the outlet of a producer
+another team's DAG waits on, which breaks it). Timed end to end, each in a fresh
 interpreter, Airflow's import included, the two sides alternating: the pre-merge check as CI runs
 it (``--base main``: the scoped parse of both versions, in the sandbox where there is one, the
 audit and the change), and ``DagBag(folder)`` of the whole folder in one process, which is what a
@@ -68,12 +68,13 @@ def main() -> None:
         _, deployed = timed([*audit, "--format", "json"], repo)
         (repo / "baseline.json").write_text(deployed)
         git(repo, "checkout", "-q", "-b", "change")
-        for path in sorted(folder.glob("team_1/dag_*.py"))[:2]:
-            path.write_text(
-                path.read_text().replace('description="Loads batch', 'description="Loads the batch')
-            )
-        orders = folder / "estate" / "orders.py"
-        orders.write_text(orders.read_text().replace("        outlets=[ORDERS],\n", "", 1))
+        described = [p for p in sorted(folder.glob("team_1/dag_*.py")) if "Loads batch" in p.read_text()]
+        for path in described[:2]:
+            path.write_text(path.read_text().replace("Loads batch", "Loads the batch"))
+        producer = folder / "team_3" / "dag_0010.py"  # consumer_19, another team's, waits on its asset
+        producer.write_text(
+            producer.read_text().replace('outlets=[Asset("s3://bench/classic/10")]', "outlets=[]")
+        )
         git(repo, "commit", "-q", "-am", "three files")
         check = [*audit, "--baseline", "baseline.json", "--base", "main", "--format", "json"]
         bag_times, check_times, full_times = [], [], []

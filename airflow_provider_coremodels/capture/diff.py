@@ -213,11 +213,17 @@ class _Source:
     names: frozenset[str]  # the strings it contains (to find the files it reads)
 
 
-def _read(path: Path, relative: str) -> _Source:
+def _bytes(path: Path) -> bytes:
     try:
-        source = read_bounded(str(path), MAX_SOURCE_BYTES)
+        return read_bounded(str(path), MAX_SOURCE_BYTES)
+    except Unreadable:
+        return b""
+
+
+def _read(source: bytes, relative: str) -> _Source:
+    try:
         tree = ast.parse(source)
-    except (Unreadable, SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _Source(frozenset(), frozenset())
     package = relative.rsplit("/", 1)[0].replace("/", ".") if "/" in relative else ""
     imported: set[str] = set()
@@ -250,17 +256,32 @@ def to_parse(root: Path, touched: Iterable[str]) -> set[str]:
     YAML it reads."""
     touched = set(touched)
     files = {p.relative_to(root).as_posix(): p for p in _files(root)}
-    sources = {rel: _read(path, rel) for rel, path in files.items() if rel.endswith(".py")}
+    texts = {rel: _bytes(path) for rel, path in files.items() if rel.endswith(".py")}
+    sources: dict[str, _Source] = {}
+
+    def source(rel: str) -> _Source:
+        if rel not in sources:
+            sources[rel] = _read(texts[rel], rel)
+        return sources[rel]
+
+    def mentioning(tokens: set[bytes]) -> list[str]:
+        """The files whose text holds one of ``tokens``: only those can name the module or file, so
+        only those are parsed (most of a folder never is)."""
+        return [rel for rel, text in texts.items() if any(token in text for token in tokens)]
+
     wanted = {rel for rel in touched if rel in files}
     modules = {m for m in (module_of(rel) for rel in touched) if m}
     read_files = {rel for rel in touched if not rel.endswith(".py")}
-    for rel, source in sources.items():
-        if any(_names(source.names, other) for other in read_files):
+    for rel in mentioning({rel.rsplit("/", 1)[-1].encode() for rel in read_files}):
+        if any(_names(source(rel).names, other) for other in read_files):
             wanted.add(rel)
             if (module := module_of(rel)) is not None:
                 modules.add(module)
+    looked: set[str] = set()
     while True:  # the files that import what is wanted, until nothing more is
-        more = {rel for rel, source in sources.items() if rel not in wanted and source.imports & modules}
+        new, looked = modules - looked, looked | modules
+        candidates = mentioning({m.rsplit(".", 1)[-1].encode() for m in new})
+        more = {rel for rel in candidates if rel not in wanted and source(rel).imports & modules}
         if not more:
             return wanted
         wanted |= more
