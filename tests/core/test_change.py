@@ -225,6 +225,27 @@ def test_a_file_that_breaks_keeps_its_dags_as_last_parsed_and_is_an_error(baseli
     assert "daily_revenue" in [a.dag for a in change.affected]
 
 
+def test_a_file_that_stops_importing_keeps_the_assets_only_its_dags_named() -> None:
+    """Issue 43 item 7: Airflow keeps a broken file's DAGs and their asset references, so it keeps
+    the assets they alone named; the change opens its import error, not a dataset-removed for an
+    asset the deployment still lists."""
+    bundle = orders_bundle()
+    bundle["dags"].append(dag("archive_orders", "orders", "archive.py", "ingest"))
+    bundle["tasks"]["archive_orders"] = {"tasks": [{"task_id": "publish", "operator_name": "BashOperator"}]}
+    bundle["assets"].append(asset("s3://lake/archive", ["archive_orders"], []))
+    baseline = stored(estate_of(bundle, finance_bundle()))
+    trace = "Traceback (most recent call last):\n  File x\nNameError: name 'x' is not defined"
+    errors = [{"filename": "archive.py", "bundle_name": "orders", "stack_trace": trace}]
+    parsed = estate_of(orders_bundle(), import_errors=errors)
+    after, change = judged(baseline, parsed)
+    assert codes(change.opened) == [("dag-import-error", "orders/archive.py")]
+    assert "s3://lake/archive" in {a.identity for a in after.assets()}
+    # the file's DAG's own edge goes with its import, as before: it runs nowhere
+    assert [(e.dependent, e.depends_on) for e in change.lineage_removed] == [
+        ("s3://lake/archive", "archive_orders")
+    ]
+
+
 def test_a_new_dag_takes_the_pause_a_new_dag_would_and_the_baseline_root() -> None:
     base = stored(estate_of(orders_bundle(), finance_bundle()))
     known = deployed(base, Target("orders"))

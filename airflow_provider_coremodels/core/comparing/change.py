@@ -230,9 +230,11 @@ def splice(
 
     - Every DAG of another bundle (or deployment) stays as stored, with its edges and broken files.
     - A file of the bundle that does not import keeps the DAGs that last parsed from it in the
-      baseline, as Airflow does (they are listed, stale, and run nowhere); its edges are dropped.
-    - An asset stays while some DAG still names it, or when the baseline shows no DAG of the bundle
-      naming it; one that only the bundle's replaced DAGs named goes, as Airflow orphans it.
+      baseline, as Airflow does (they are listed, stale, and run nowhere); its edges are dropped,
+      but not the assets they named: Airflow keeps the references, so it keeps the assets.
+    - An asset stays while some DAG still names it (or a broken file's DAGs last named it), or
+      when the baseline shows no DAG of the bundle naming it; one that only the bundle's replaced
+      DAGs named goes, as Airflow orphans it.
     - DAG warnings are the deployment's: a parsed DAG the baseline knows keeps its stored ones.
     - What only run time resolves (an alias's assets, an ``Asset.ref`` to an asset an alias made)
       stays as the baseline has it while the code still makes the reference (``aliases``: the
@@ -278,6 +280,8 @@ def splice(
     for edge in baseline.lineage:
         if not edge.dag_link:
             base_named[edge.asset].add(edge.dag_id)
+            if edge.dag_id in last_parsed:  # Airflow keeps a broken file's references, and so the asset
+                named.add(edge.asset)
     parsed_assets = {a.identity: a for a in parsed.assets()}
     assets: dict[str, Dataset] = {}
     for asset in baseline.assets():
