@@ -20,6 +20,7 @@ from typing import Any
 
 from airflow_provider_coremodels.core.checks.teams import UNOWNED, Teams
 from airflow_provider_coremodels.core.comparing.changes import finding_key, opened_and_closed
+from airflow_provider_coremodels.core.comparing.locations import Located
 from airflow_provider_coremodels.core.estate.model import (
     DAG,
     VIA_ALIAS,
@@ -486,6 +487,9 @@ class Change:
     teams: tuple[str, ...] | None = None
     #: Each dependency the change cuts (``Break``), the most severe finding's first.
     breaks: tuple[Break, ...] = ()
+    #: Where in the work tree each opened finding was caused (``locations.locate``): what SARIF
+    #: points it at.
+    locations: tuple[Located, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -724,5 +728,6 @@ def change_json(change: Change) -> dict[str, Any]:
         "affected": [a.as_dict() for a in change.affected],
         "breaks": [b.as_dict() for b in change.breaks],
         "lines": dict(sorted(change.lines.items())),
+        "locations": [located.as_dict() for located in change.locations],
         **({"teamsAffected": list(change.teams)} if change.teams is not None else {}),
     }
