@@ -71,6 +71,11 @@ class FolderArtifacts:
     timings: dict[str, float] = field(default_factory=dict)
     #: the isolation the DAG code had (a sandbox, or a process only, and why)
     isolation: Isolation = field(default_factory=lambda: Isolation("process", "not said"))
+    #: dag_id -> where it is defined and declares its outlets, inlets, asset schedule, triggers,
+    #: sensors and tasks, read from its file during the parse (``dag_folder_worker.declarations``)
+    declared: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: a broken file's path in the folder -> the line of its error in the file itself
+    error_lines: Mapping[str, int] = field(default_factory=dict)
 
 
 def parse_dag_folder(
@@ -177,6 +182,12 @@ def parse_dag_folder(
             lossiness=tuple(_records(result, paused is not None)),
             timings=dict(result.get("timings") or {}),
             isolation=isolation,
+            declared={str(k): v for k, v in (result.get("declared") or {}).items() if isinstance(v, dict)},
+            error_lines={
+                str(k): v
+                for k, v in (result.get("error_lines") or {}).items()
+                if isinstance(v, int) and not isinstance(v, bool)
+            },
         )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise DagFolderError(

@@ -22,6 +22,7 @@ import copy
 import gc
 import json
 import os
+import re
 import resource
 import select
 import signal
@@ -202,23 +203,35 @@ def _tasks(lazy: Any, data: dict[str, Any]) -> list[dict[str, Any]]:
     return [TaskResponse.model_validate(task).model_dump(mode="json", by_alias=True) for task in tasks]
 
 
+_DEPTH = "AIRFLOW__CORE__DAGBAG_IMPORT_ERROR_TRACEBACK_DEPTH"
+#: How many frames of an import error's traceback a child keeps (Airflow's default is 2).
+_TRACEBACK_FRAMES = 256
+
+
 def _parse_file(path: str, request: dict[str, Any]) -> dict[str, Any]:
     from airflow.configuration import conf
 
     dag_bag = _dag_bag_class()
     folder = request["folder"]
-    bag = dag_bag(
-        **_kwargs_for(
-            dag_bag.__init__,
-            dag_folder=path,
-            bundle_path=Path(folder),
-            bundle_name=request["bundle"],
-            include_examples=False,
-            load_op_links=False,
-            safe_mode=request["safe_mode"],
-        )
-    )
     depth = conf.getint("core", "dagbag_import_error_traceback_depth", fallback=2)
+    # The whole traceback of an import error, so that its innermost frame in the DAG file is in it
+    # (``error_line``), however deep in a helper the error was raised: only the error's own line
+    # is kept of it (``reduce_import_error``), so what Airflow's depth would cut changes nothing.
+    os.environ[_DEPTH] = str(_TRACEBACK_FRAMES)
+    try:
+        bag = dag_bag(
+            **_kwargs_for(
+                dag_bag.__init__,
+                dag_folder=path,
+                bundle_path=Path(folder),
+                bundle_name=request["bundle"],
+                include_examples=False,
+                load_op_links=False,
+                safe_mode=request["safe_mode"],
+            )
+        )
+    finally:
+        os.environ.pop(_DEPTH, None)
     errors = dict(bag.import_errors)
     dags = []
     for dag in bag.dags.values():
@@ -373,8 +386,9 @@ def _keep_crashes_fatal() -> None:
 
 
 def _parse_one(path: str, request: dict[str, Any]) -> dict[str, Any]:
-    """One file's parse: its DAGs, import errors and asset references, and where its DAGs are
-    defined; a file that is not a regular file, or is over the size a DAG file may be, is not run."""
+    """One file's parse: its DAGs, import errors and asset references, where its DAGs and their
+    declarations are, and the line of each import error; a file that is not a regular file, or is
+    over the size a DAG file may be, is not run."""
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -388,17 +402,52 @@ def _parse_one(path: str, request: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = _parse_file(path, request)
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else 1
-        return {"failure": f"the parse of this file exited with code {status}"}
-    except BaseException:  # a MemoryError outside Airflow's own handler, say
-        return {"failure": traceback.format_exc(limit=-4)}
-    # where its DAGs are defined, for SARIF (a file with none has nothing to point at)
-    result["lines"] = _lines_of(path, int(request["max_file"])) if result["dags"] else {}
+        return _at({"failure": f"the parse of this file exited with code {status}"}, exc, path)
+    except BaseException as exc:  # a MemoryError outside Airflow's own handler, say
+        return _at({"failure": traceback.format_exc(limit=-4)}, exc, path)
+    # where its DAGs and what they declare are, for SARIF (a file with none has nothing to point at)
+    declared = _declared_in(path, int(request["max_file"]), result["dags"]) if result["dags"] else {}
+    result["declared"] = declared
+    result["lines"] = {dag_id: found["line"] for dag_id, found in declared.items() if "line" in found}
+    result["error_lines"] = {
+        key: line for key, trace in result["import_errors"].items() if (line := error_line(trace, path))
+    }
     return result
 
 
-def _lines_of(path: str, max_bytes: int) -> dict[str, int]:
-    """Where each DAG of the file is defined, read as a regular file, without blocking, within the
-    size a DAG file may be: what SARIF points at. Best effort (``definitions``)."""
+def _at(failure: dict[str, Any], exc: BaseException, path: str) -> dict[str, Any]:
+    """A failure with the line of the innermost frame in the file itself, where there is one."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if isinstance(exc, SyntaxError) and exc.filename == path and exc.lineno:
+        line = exc.lineno
+    if line:
+        failure["line"] = line
+    return failure
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"\n]*)", line (?P<line>\d+)', re.MULTILINE)
+
+
+def error_line(trace: str, path: str) -> int | None:
+    """The line of an import error in the DAG file itself: its traceback's innermost frame there
+    (``File "<path>", line N``), which for a SyntaxError in the file is the error's own line; None
+    where no frame of the traceback is in the file."""
+    found = None
+    for match in _FRAME.finditer(trace):
+        if match["file"] == path:
+            found = int(match["line"])
+    return found if found and found >= 1 else None
+
+
+def _declared_in(path: str, max_bytes: int, dags: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Where each of the file's DAGs (as parsed) and its declarations are, read from the file as a
+    regular file, without blocking, within the size a DAG file may be. Best effort
+    (:func:`declarations`)."""
     if not path.endswith(".py"):
         return {}
     try:
@@ -418,9 +467,23 @@ def _lines_of(path: str, max_bytes: int) -> dict[str, int]:
     if len(source) > max_bytes:
         return {}
     try:
-        return definitions(ast.parse(source))
+        tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
+    dag_ids = [d["entry"]["dag_id"] for d in dags]
+    try:
+        return declarations(tree, dag_ids)
+    except RecursionError:
+        return {}
+
+
+#: What each DAG's record holds besides its ``line``: asset references by the asset's literal URI
+#: or name (``outlets``, ``inlets``, ``schedule``), DAG links by the literal dag_id they name
+#: (``triggers``: ``trigger_dag_id``, ``sensors``: ``external_dag_id``), and tasks by task_id.
+DECLARED = ("outlets", "inlets", "schedule", "triggers", "sensors", "tasks")
+#: The calls that name an asset (``Asset.ref`` too), and the keywords an asset is named by.
+_ASSET_CALLS = frozenset(("Asset", "Dataset", "AssetAlias"))
+_ASSET_KEYWORDS = ("name", "uri")
 
 
 def _literal(node: ast.AST | None) -> str | None:
@@ -435,30 +498,309 @@ def _name(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def definitions(tree: ast.AST) -> dict[str, int]:
-    """Where each DAG of a module is defined: a ``DAG(...)`` call naming it (by its first argument
-    or ``dag_id=``), a ``@dag`` function (its ``dag_id=`` or its name) or an ``@asset`` one. A DAG
-    whose id is computed, or that lies in a zip file, has no line."""
-    defined: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _name(node) == "DAG":
-            keyword = next((k.value for k in node.keywords if k.arg == "dag_id"), None)
-            dag_id = _literal(keyword) or (_literal(node.args[0]) if node.args else None)
-            if dag_id:
-                defined.setdefault(dag_id, node.lineno)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for decorator in node.decorator_list:
-                kind = _name(decorator)
-                if kind not in ("dag", "asset"):  # @asset: a one-task DAG named as the function
-                    continue
+def _root(node: ast.AST) -> str:
+    """The name a decorator or callee starts from: ``task`` of ``@task.bash(...)``."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def declarations(tree: ast.AST, dag_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Where each DAG of a module is defined, and where it declares its outlets, inlets, asset
+    schedule, triggers, sensors and tasks: ``{dag_id: {"line": N, "outlets": {uri_or_name: N},
+    ..., "computed": {"outlets": N, ...}}}``.
+
+    A DAG is a ``DAG(...)`` call (its first argument or ``dag_id=``), a ``@dag`` function (its
+    ``dag_id=`` or its name) or an ``@asset`` one (its ``name=`` or its name, which is also its
+    outlet). What lies in a ``with DAG(...)`` block, a ``@dag`` function or a call given
+    ``dag=<a DAG's variable>`` is that DAG's; what lies elsewhere is every DAG's of the file. An
+    asset is named by a string literal, a name bound once to one, or a name bound once to an
+    ``Asset(...)``; a declaration that names none this way is computed: ``computed`` gives its line
+    where it is the only computed one of its kind in the DAG (else the DAG's line stands for it).
+    ``dag_ids`` are the DAGs the parse found: one whose id no literal gives takes the file's only
+    DAG whose id is computed (a factory); a file of one DAG gives it every declaration."""
+    found = _Declarations(tree)
+    ids = list(dag_ids) if dag_ids is not None else [k for k in found.sites if not k.startswith("?")]
+    computed_sites = [k for k in found.sites if k.startswith("?")]
+    out: dict[str, dict[str, Any]] = {}
+    for dag_id in ids:
+        key = dag_id if dag_id in found.sites else None
+        if key is None and len(computed_sites) == 1:
+            key = computed_sites[0]
+        record: dict[str, Any] = {}
+        if key is not None:
+            record["line"] = found.sites[key]
+        computed: dict[str, list[int]] = {}
+        others = [s for s in found.scopes if s != key] if len(ids) == 1 else [""]
+        for scope in [*others, *([key] if key in found.scopes else [])]:  # its own last: they win
+            _merge(record, computed, found.scopes[scope])
+        single = {kind: lines[0] for kind, lines in computed.items() if len(set(lines)) == 1}
+        if single:
+            record["computed"] = single
+        out[dag_id] = record
+    return out
+
+
+def _merge(record: dict[str, Any], computed: dict[str, list[int]], scope: dict[str, Any]) -> None:
+    for kind in DECLARED:
+        if scope[kind]:
+            record.setdefault(kind, {}).update(scope[kind])
+    for kind, lines in scope["computed"].items():
+        computed.setdefault(kind, []).extend(lines)
+
+
+def _scope() -> dict[str, Any]:
+    return {**{kind: {} for kind in DECLARED}, "computed": {}}
+
+
+class _Declarations(ast.NodeVisitor):
+    """One walk of a module: DAG sites (``sites``: scope key -> line; a literal dag_id, or ``?N``
+    for one whose id is computed) and each scope's declarations (``""``: outside any DAG)."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.strings: dict[str, str | None] = {}  # a name bound to a string (None: bound to several)
+        self.assets: dict[str, list[str] | None] = {}  # a name bound to an Asset(...)'s names
+        self._bindings(tree)
+        self.sites: dict[str, int] = {}
+        self.scopes: dict[str, dict[str, Any]] = {"": _scope()}
+        self.dag_vars: dict[str, str] = {}
+        self.stack = [""]
+        self.seen: set[int] = set()  # DAG calls already taken as sites
+        self.visit(tree)
+
+    # -- names bound once ------------------------------------------------------------------------
+
+    def _bindings(self, tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
+                continue
+            if not isinstance(target, ast.Name):
+                continue
+            text = _literal(value)
+            if text is not None:
+                self._bind(self.strings, target.id, text)
+        for node in ast.walk(tree):  # assets after strings: Asset(SOME_URI)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
+                continue
+            if isinstance(target, ast.Name) and self._is_asset(value):
+                assert isinstance(value, ast.Call)
+                self._bind(self.assets, target.id, self._asset_names(value) or None)
+
+    @staticmethod
+    def _bind(bound: dict[str, Any], name: str, value: Any) -> None:
+        bound[name] = value if name not in bound or bound[name] == value else None
+
+    def _text(self, node: ast.AST | None) -> str | None:
+        text = _literal(node)
+        if text is None and isinstance(node, ast.Name):
+            text = self.strings.get(node.id)
+        return text
+
+    @staticmethod
+    def _is_asset(node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "ref":  # Asset.ref(name=...)
+            return _name(func.value) in _ASSET_CALLS
+        return _name(func) in _ASSET_CALLS
+
+    def _asset_names(self, call: ast.Call) -> list[str]:
+        names = [self._text(call.args[0])] if call.args else []
+        names.extend(self._text(_keyword(call, key)) for key in _ASSET_KEYWORDS)
+        return list(dict.fromkeys(n for n in names if n))
+
+    # -- what an expression names ------------------------------------------------------------------
+
+    def _references(self, node: ast.AST) -> tuple[list[tuple[list[str], int]], bool]:
+        """The assets an outlets, inlets or schedule expression names (each with its line), and
+        whether some part of it is computed."""
+        found: list[tuple[list[str], int]] = []
+        computed = False
+
+        def walk(part: ast.AST) -> None:
+            nonlocal computed
+            if self._is_asset(part):
+                assert isinstance(part, ast.Call)
+                names = self._asset_names(part)
+                if names:
+                    found.append((names, part.lineno))
+                else:
+                    computed = True
+            elif isinstance(part, ast.Name):
+                bound = self.assets.get(part.id)
+                if bound:
+                    found.append((bound, part.lineno))
+                elif part.id not in self.strings:  # a schedule's cron string is no asset
+                    computed = True
+            elif isinstance(part, (ast.List, ast.Tuple, ast.Set)):
+                for item in part.elts:
+                    walk(item)
+            elif isinstance(part, ast.BinOp):  # Asset("a") | Asset("b")
+                walk(part.left)
+                walk(part.right)
+            elif isinstance(part, ast.Call):  # AssetAll(...), AssetAny(...); else it computes them
+                before = len(found)
+                for item in (*part.args, *(k.value for k in part.keywords)):
+                    walk(item)
+                computed = computed or len(found) == before
+            elif not isinstance(part, ast.Constant):
+                computed = True
+
+        walk(node)
+        return found, computed
+
+    # -- scopes ----------------------------------------------------------------------------------
+
+    def _dag_key(self, call: ast.Call) -> str:
+        dag_id = self._text(_keyword(call, "dag_id")) or (self._text(call.args[0]) if call.args else None)
+        return dag_id or f"?{call.lineno}"
+
+    def _site(self, key: str, line: int) -> None:
+        self.sites.setdefault(key, line)
+        self.scopes.setdefault(key, _scope())
+
+    def _dag_call(self, call: ast.Call) -> str:
+        """A ``DAG(...)`` call: its site, and its schedule in its own scope."""
+        key = self._dag_key(call)
+        self.seen.add(id(call))
+        self._site(key, call.lineno)
+        schedule = _keyword(call, "schedule")
+        if schedule is not None:
+            self._record(key, "schedule", schedule)
+        return key
+
+    def _record(self, key: str, kind: str, node: ast.expr) -> None:
+        scope = self.scopes.setdefault(key, _scope())
+        if kind in ("triggers", "sensors"):
+            text = self._text(node)
+            if text is not None:
+                scope[kind].setdefault(text, node.lineno)
+            else:
+                scope["computed"].setdefault(kind, []).append(node.lineno)
+            return
+        found, computed = self._references(node)
+        for names, line in found:
+            for name in names:
+                scope[kind].setdefault(name, line)
+        if computed:
+            scope["computed"].setdefault(kind, []).append(node.lineno)
+
+    def visit_With(self, node: ast.With) -> None:
+        self._with(node)
+
+    def visit_AsyncWith(self, node: ast.AsyncWith) -> None:
+        self._with(node)
+
+    def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        key = None
+        for item in node.items:
+            expr = item.context_expr
+            if isinstance(expr, ast.Call) and _name(expr) == "DAG":
+                key = self._dag_call(expr)
+                if isinstance(item.optional_vars, ast.Name):
+                    self.dag_vars[item.optional_vars.id] = key
+                for part in (*expr.args, *(k.value for k in expr.keywords)):
+                    self.visit(part)
+            elif isinstance(expr, ast.Name) and expr.id in self.dag_vars:
+                key = self.dag_vars[expr.id]
+            else:
+                self.visit(expr)
+        if key is None:
+            for statement in node.body:
+                self.visit(statement)
+            return
+        self.stack.append(key)
+        for statement in node.body:
+            self.visit(statement)
+        self.stack.pop()
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        if isinstance(value, ast.Call) and _name(value) == "DAG":
+            key = self._dag_call(value)
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.dag_vars[target.id] = key
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._function(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._function(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        key = None
+        for decorator in node.decorator_list:
+            kind, root = _name(decorator), _root(decorator)
+            call = decorator if isinstance(decorator, ast.Call) else None
+            if kind == "dag":
                 dag_id = node.name
-                if isinstance(decorator, ast.Call):
-                    key = "dag_id" if kind == "dag" else "name"
-                    keyword = next((k.value for k in decorator.keywords if k.arg == key), None)
-                    first = decorator.args[0] if decorator.args and kind == "dag" else None
-                    dag_id = _literal(keyword) or _literal(first) or dag_id
-                defined.setdefault(dag_id, decorator.lineno)
-    return defined
+                if call is not None:
+                    first = call.args[0] if call.args else None
+                    dag_id = self._text(_keyword(call, "dag_id")) or self._text(first) or dag_id
+                key = dag_id
+                self._site(key, decorator.lineno)
+                if call is not None and (schedule := _keyword(call, "schedule")) is not None:
+                    self._record(key, "schedule", schedule)
+            elif kind == "asset":  # @asset: a one-task DAG named as the function
+                name = node.name
+                if call is not None:
+                    name = self._text(_keyword(call, "name")) or name
+                key = name
+                self._site(key, decorator.lineno)
+                scope = self.scopes[key]
+                scope["outlets"].setdefault(name, decorator.lineno)
+                if call is not None and (uri := self._text(_keyword(call, "uri"))):
+                    scope["outlets"].setdefault(uri, decorator.lineno)
+                if call is not None and (schedule := _keyword(call, "schedule")) is not None:
+                    self._record(key, "schedule", schedule)
+            elif root == "task":  # @task, @task(...), @task.bash(...): a task named as the function
+                task_id = self._text(_keyword(call, "task_id")) if call is not None else None
+                scope = self.scopes.setdefault(self.stack[-1], _scope())
+                scope["tasks"].setdefault(task_id or node.name, decorator.lineno)
+                if call is not None:
+                    for kind_name in ("outlets", "inlets"):
+                        if (value := _keyword(call, kind_name)) is not None:
+                            self._record(self.stack[-1], kind_name, value)
+        if key is not None:
+            self.stack.append(key)
+        for statement in node.body:
+            self.visit(statement)
+        if key is not None:
+            self.stack.pop()
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if _name(node) == "DAG" and id(node) not in self.seen:
+            self._dag_call(node)
+        target = _keyword(node, "dag")
+        key = self.dag_vars.get(target.id, self.stack[-1]) if isinstance(target, ast.Name) else self.stack[-1]
+        task_id = self._text(_keyword(node, "task_id"))
+        if task_id is not None:  # a task is declared where its operator is called
+            self.scopes.setdefault(key, _scope())["tasks"].setdefault(task_id, node.lineno)
+        for keyword in node.keywords:
+            if keyword.arg in ("outlets", "inlets"):
+                self._record(key, keyword.arg, keyword.value)
+            elif keyword.arg == "trigger_dag_id":
+                self._record(key, "triggers", keyword.value)
+            elif keyword.arg == "external_dag_id":
+                self._record(key, "sensors", keyword.value)
+        self.generic_visit(node)
 
 
 def _child(path: str, answer: int, request: dict[str, Any], limit: int | None) -> None:
@@ -688,7 +1030,10 @@ def _checked(outcome: Any, path: str, folder: str) -> dict[str, Any] | None:
     if not isinstance(outcome, dict):
         return None
     if "failure" in outcome:
-        return {"failure": str(outcome["failure"])}
+        failed: dict[str, Any] = {"failure": str(outcome["failure"])}
+        if _is_line(outcome.get("line")):
+            failed["line"] = outcome["line"]
+        return failed
     dags, errors, references = outcome.get("dags"), outcome.get("import_errors"), outcome.get("references")
     if not (isinstance(dags, list) and isinstance(errors, dict) and isinstance(references, dict)):
         return None
@@ -702,17 +1047,58 @@ def _checked(outcome: Any, path: str, folder: str) -> dict[str, Any] | None:
         own = entry.get("relative_fileloc")
         if not (isinstance(own, str) and (own == relative or own.startswith(relative + "/"))):
             entry["relative_fileloc"] = relative  # a file's DAGs are that file's, whatever it says
-    owned = {}
-    for key, trace in errors.items():
+
+    def held(key: Any) -> str:
         key = os.path.relpath(key, folder) if os.path.isabs(str(key)) else str(key)
-        owned[key if key == relative or key.startswith(relative + "/") else relative] = str(trace)
+        return key if key == relative or key.startswith(relative + "/") else relative
+
+    owned = {held(key): str(trace) for key, trace in errors.items()}
+    error_lines = outcome.get("error_lines")
+    at = {
+        held(key): line
+        for key, line in (error_lines.items() if isinstance(error_lines, dict) else ())
+        if _is_line(line)
+    }
     lines = outcome.get("lines")
     found = {
         str(dag_id): line
         for dag_id, line in (lines.items() if isinstance(lines, dict) else ())
-        if isinstance(line, int) and not isinstance(line, bool)
+        if _is_line(line)
     }
-    return {"dags": dags, "import_errors": owned, "references": references, "lines": found}
+    declared = outcome.get("declared")
+    where = {
+        str(dag_id): kept
+        for dag_id, record in (declared.items() if isinstance(declared, dict) else ())
+        if (kept := _declared_record(record))
+    }
+    return {
+        "dags": dags,
+        "import_errors": owned,
+        "references": references,
+        "lines": found,
+        "declared": where,
+        "error_lines": at,
+    }
+
+
+def _is_line(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _declared_record(record: Any) -> dict[str, Any]:
+    """A DAG's declarations (``declarations``) as a child answered them, what is misshapen left out."""
+    if not isinstance(record, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    if _is_line(record.get("line")):
+        kept["line"] = record["line"]
+    for kind in (*DECLARED, "computed"):
+        given = record.get(kind)
+        if isinstance(given, dict):
+            lines = {str(name): line for name, line in given.items() if _is_line(line)}
+            if lines:
+                kept[kind] = lines
+    return kept
 
 
 def _list_files(folder: str, safe_mode: bool) -> list[str]:
@@ -951,14 +1337,20 @@ def _map(
     seen: dict[str, str] = {}
     duplicates: list[str] = []
     lines: dict[str, int] = {}
+    declared: dict[str, dict[str, Any]] = {}
+    error_lines: dict[str, int] = {}
     for path, outcome in zip(files, outcomes, strict=True):
         raw = os.path.relpath(path, folder)
         relative = shown(raw)
         if "failure" in outcome:
             import_errors[relative] = outcome["failure"]
+            if "line" in outcome:
+                error_lines[relative] = outcome["line"]
             continue
         for key, trace in outcome.get("import_errors", {}).items():
             import_errors[shown(key)] = trace.replace(raw, relative) if relative != raw else trace
+        for key, line in outcome.get("error_lines", {}).items():
+            error_lines[shown(key)] = line
         for dag in outcome.get("dags", []):
             dag_id = dag["entry"]["dag_id"]
             if dag_id in seen:  # the dag-processor keeps whichever file it parsed last
@@ -969,6 +1361,8 @@ def _map(
                 dag["entry"]["relative_fileloc"] = shown(dag["entry"]["relative_fileloc"])
             if dag_id in outcome.get("lines", {}):
                 lines[dag_id] = outcome["lines"][dag_id]
+            if dag_id in outcome.get("declared", {}):
+                declared[dag_id] = outcome["declared"][dag_id]
             dags.append(dag)
     paused = {
         d["entry"]["dag_id"]: known_paused.get(
@@ -1016,6 +1410,8 @@ def _map(
         "files": len(files),
         "paths": dict(seen),
         "lines": lines,
+        "declared": declared,
+        "error_lines": {key: line for key, line in error_lines.items() if key in import_errors},
         "dags": {
             "dags": dag_entries,
             "total_entries": len(dag_entries),

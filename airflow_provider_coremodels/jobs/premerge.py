@@ -38,6 +38,7 @@ from airflow_provider_coremodels.core.comparing.change import (
     parsed_bundle,
     splice,
 )
+from airflow_provider_coremodels.core.comparing.locations import locate
 from airflow_provider_coremodels.core.estate.model import Lossiness
 from airflow_provider_coremodels.core.snapshots.document import StoredSnapshot
 from airflow_provider_coremodels.errors import UsageError
@@ -296,7 +297,19 @@ def _result(
         baseline=stored.fingerprint if stored is not None else None,
         teams=check.policy.teams if check.policy is not None else None,
     )
-    change = dataclasses.replace(change, lines=_defined_at(change, after, artifacts.lines, target))
+    located = locate(
+        change.opened,
+        before_estate,
+        after,
+        declared=artifacts.declared,
+        error_lines=_error_lines(parsed, artifacts.error_lines, target),
+        added=change.lineage_added,
+        parsed_id=target.parsed_id,
+        owns=target.owns,
+    )
+    change = dataclasses.replace(
+        change, lines=_defined_at(change, after, artifacts.lines, target), locations=located
+    )
     build: dict[str, Any] = {"lean": True}
     if check.max_snapshot_bytes is not None:
         build["max_snapshot_bytes"] = check.max_snapshot_bytes
@@ -331,6 +344,22 @@ def _defined_at(change: Change, after: Estate, lines: Mapping[str, int], target:
                 break
             subject = subject.rpartition(".")[0]
     return {identity: lines[parsed] for parsed, identity in wanted.items()}
+
+
+def _error_lines(parsed: Estate, lines: Mapping[str, int], target: Target) -> dict[str, int]:
+    """The line of each broken file's error in the file itself, by the file as findings name it in
+    the estate the change lands in (``lines``: by the file's path in the folder; Airflow 3.0 names
+    a broken file by its absolute path)."""
+    out: dict[str, int] = {}
+    for file in parsed.import_errors:
+        line = lines.get(file.path)
+        if line is None and file.path.startswith("/"):  # the longest path in the folder it ends with
+            ends = [rel for rel in lines if file.path.endswith("/" + rel)]
+            line = lines[max(ends, key=len)] if ends else None
+        if line is not None:
+            name = f"{target.deployment}/{file.file.lstrip('/')}" if target.deployment else file.file
+            out[name] = line
+    return out
 
 
 def _target(baseline: Estate | None, bundle: str, deployment: str | None) -> Target:

@@ -184,3 +184,119 @@ def test_output_writes_the_views_of_an_audit_of_artifacts_too(tmp_path: Path) ->
     document: dict[str, Any] = json.loads(result.stdout)
     assert target.read_text().startswith("## CoreModels audit of the Airflow estate")
     assert f"fingerprint `{document['fingerprint']}`" in target.read_text()  # the same run's document
+
+
+# -- where SARIF points the findings a change opens (contract 10.2, issue 43 item 4) -------------
+
+LOCATED = {
+    "ingest/load_orders.py": """
+        import pendulum
+        from airflow.providers.standard.operators.empty import EmptyOperator
+        from airflow.sdk import DAG, Asset
+
+        with DAG("load_orders", schedule="@daily", start_date=pendulum.datetime(2026, 1, 1),
+                 description="Loads the orders", default_args={"owner": "ingest"}, catchup=False):
+            EmptyOperator(
+                task_id="publish",
+                outlets=[Asset("s3://lake/orders")],
+            )
+    """,
+    "revenue.py": """
+        import pendulum
+        from airflow.providers.standard.operators.empty import EmptyOperator
+        from airflow.sdk import DAG, Asset
+
+        with DAG("daily_revenue", start_date=pendulum.datetime(2026, 1, 1),
+                 description="Sums the revenue", default_args={"owner": "finance"}, catchup=False,
+                 schedule=[Asset("s3://lake/orders")]):
+            EmptyOperator(task_id="compute")
+    """,
+    "report.py": """
+        import pendulum
+        from airflow.providers.standard.operators.empty import EmptyOperator
+        from airflow.sdk import DAG
+        from include.helpers import RECIPIENTS
+
+        with DAG("board_report", schedule="@weekly", start_date=pendulum.datetime(2026, 1, 1),
+                 description="Tells the board", default_args={"owner": "board"}, catchup=False):
+            EmptyOperator(task_id="send", doc=",".join(RECIPIENTS))
+    """,
+    "include/__init__.py": "",
+    "include/helpers.py": """
+        RECIPIENTS = ["board@example.com"]
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def located(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A folder whose declarations lie on lines of their own, and the baseline its parse gives."""
+    root = tmp_path_factory.mktemp("located")
+    folder = root / "dags"
+    for name, text in LOCATED.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(text).lstrip())
+    parsed = run("--dag-folder", str(folder), "--format", "json", env=RUNNING)
+    assert parsed.returncode == 0, parsed.stderr
+    baseline = root / "baseline.json"
+    baseline.write_text(parsed.stdout)
+    return folder, baseline
+
+
+def opened_at(deployed: tuple[Path, Path], folder: Path) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Each opened finding's SARIF locations, by (code, subject)."""
+    result = judged(deployed, folder, "--format", "sarif", "--source-root", "dags")
+    assert result.returncode == 0, result.stderr
+    sarif = json.loads(result.stdout)
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text())).validate(sarif)
+    opened = [r for r in sarif["runs"][0]["results"] if r["properties"].get("change") == "opened"]
+    for r in opened:  # every one has a file code scanning can show (a logical location alone fails upload)
+        assert r["locations"] and all("physicalLocation" in loc for loc in r["locations"]), r
+    return {
+        (r["ruleId"], r["properties"]["subject"]): [loc["physicalLocation"] for loc in r["locations"]]
+        for r in opened
+    }
+
+
+def at(uri: str, line: int | None = None) -> dict[str, Any]:
+    return {"artifactLocation": {"uri": uri}, **({"region": {"startLine": line}} if line else {})}
+
+
+def test_a_dropped_outlet_points_at_the_consumers_reference_and_the_producer(
+    located: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The asset left with no producer is shown where its consumer still schedules on it (line 7,
+    not its DAG(...) on line 5); the removed edge at the producer that dropped it."""
+    folder = pull_request(located, tmp_path)
+    path = folder / "ingest" / "load_orders.py"
+    path.write_text(path.read_text().replace('outlets=[Asset("s3://lake/orders")],', ""))
+    found = opened_at(located, folder)
+    assert found[("asset-unproduced", "s3://lake/orders")] == [at("dags/revenue.py", 7)]
+    assert found[("lineage-removed", "load_orders -> s3://lake/orders")] == [
+        at("dags/ingest/load_orders.py", 5)
+    ]
+
+
+def test_an_import_error_in_a_helper_points_at_the_dag_files_import_of_it(
+    located: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The error is raised in include/helpers.py (no DAG file): the innermost frame in the DAG file
+    is its import on line 4, not line 1."""
+    folder = pull_request(located, tmp_path)
+    (folder / "include" / "helpers.py").write_text(
+        'RECIPIENTS = ["board@example.com"]\nraise KeyError("smtp")\n'
+    )
+    found = opened_at(located, folder)
+    assert found == {("dag-import-error", "dags-folder/report.py"): [at("dags/report.py", 4)]}
+
+
+def test_a_deleted_producer_points_at_the_consumer_and_names_the_deleted_file(
+    located: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The asset the deleted DAG made is shown at its consumer's reference; the DAG itself, which no
+    line of the work tree names, at the file the change deleted, as a whole (no region)."""
+    folder = pull_request(located, tmp_path)
+    (folder / "ingest" / "load_orders.py").unlink()
+    found = opened_at(located, folder)
+    assert found[("asset-unproduced", "s3://lake/orders")] == [at("dags/revenue.py", 7)]
+    assert found[("dataset-removed", "load_orders")] == [at("dags/ingest/load_orders.py")]

@@ -28,6 +28,7 @@ from airflow_provider_coremodels.core.comparing.change import (
     parsed_bundle,
     splice,
 )
+from airflow_provider_coremodels.core.comparing.locations import Spot, locate
 from airflow_provider_coremodels.core.estate.model import Estate, State
 from airflow_provider_coremodels.core.reading.merge import Part, merge
 from airflow_provider_coremodels.core.reading.parse import build_estate
@@ -223,6 +224,27 @@ def test_a_file_that_breaks_keeps_its_dags_as_last_parsed_and_is_an_error(baseli
     error = next(f for f in change.opened if f.code == "dag-import-error")
     assert "NameError: name 'x' is not defined" in (error.detail or "")
     assert "daily_revenue" in [a.dag for a in change.affected]
+
+
+def test_a_file_that_stops_importing_keeps_the_assets_only_its_dags_named() -> None:
+    """Issue 43 item 7: Airflow keeps a broken file's DAGs and their asset references, so it keeps
+    the assets they alone named; the change opens its import error, not a dataset-removed for an
+    asset the deployment still lists."""
+    bundle = orders_bundle()
+    bundle["dags"].append(dag("archive_orders", "orders", "archive.py", "ingest"))
+    bundle["tasks"]["archive_orders"] = {"tasks": [{"task_id": "publish", "operator_name": "BashOperator"}]}
+    bundle["assets"].append(asset("s3://lake/archive", ["archive_orders"], []))
+    baseline = stored(estate_of(bundle, finance_bundle()))
+    trace = "Traceback (most recent call last):\n  File x\nNameError: name 'x' is not defined"
+    errors = [{"filename": "archive.py", "bundle_name": "orders", "stack_trace": trace}]
+    parsed = estate_of(orders_bundle(), import_errors=errors)
+    after, change = judged(baseline, parsed)
+    assert codes(change.opened) == [("dag-import-error", "orders/archive.py")]
+    assert "s3://lake/archive" in {a.identity for a in after.assets()}
+    # the file's DAG's own edge goes with its import, as before: it runs nowhere
+    assert [(e.dependent, e.depends_on) for e in change.lineage_removed] == [
+        ("s3://lake/archive", "archive_orders")
+    ]
 
 
 def test_a_new_dag_takes_the_pause_a_new_dag_would_and_the_baseline_root() -> None:
@@ -421,6 +443,61 @@ def test_a_sensor_on_a_deleted_dag_is_a_break_of_the_waiting_dag() -> None:
     assert breaks_of(change) == [
         ("asset-unproduced", "s3://lake/orders", "daily_revenue", "s3://lake/orders"),
         ("dag-link-missing", "board_report.wait", "board_report", "load_orders"),
+    ]
+
+
+def test_what_a_deleted_dag_opens_points_at_the_references_that_still_name_it() -> None:
+    """Contract 10.2: the consumer's reference for an asset or DAG the change removed. With the
+    parse's records of the waiting and consuming DAGs' files, the sensor that waits on the deleted
+    DAG, and the schedule on the asset it made, are where SARIF points; a DAG no line names any
+    more is its deleted file, as a whole."""
+    baseline = stored(_with_sensor(orders_bundle(), finance_bundle()))
+    gone = parsed_bundle(
+        {"dags": [], "includes_stale": True, "import_errors": []}, {}, {"assets": []}, state=STATE
+    )
+    after, change = judged(baseline, gone)
+    declared = {
+        "board_report": {"line": 3, "sensors": {"load_orders": 9}, "tasks": {"wait": 8, "send": 11}},
+        "daily_revenue": {"line": 4, "schedule": {"s3://lake/orders": 6}},
+    }
+    located = locate(change.opened, baseline, after, declared=declared, error_lines={})
+    by_key = {(x.code, x.subject): x.at for x in located}
+    sensor = Spot("report.py", "finance", 9, "sensor", "board_report")
+    assert by_key[("dag-link-missing", "board_report.wait")] == (sensor,)
+    assert by_key[("dataset-removed", "load_orders")] == (sensor,)
+    assert by_key[("asset-unproduced", "s3://lake/orders")] == (
+        Spot("revenue.py", "finance", 6, "schedule", "daily_revenue"),
+    )
+    change = dataclasses.replace(change, locations=located)
+    document = build_document(after, audit(after, Baseline(None, baseline)))
+    document["change"] = change_json(change)
+    sarif = json.loads(render_sarif(document, tool_version="t", source_root={"finance": "fin"}))
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text())).validate(sarif)
+    results = {(r["ruleId"], r["properties"]["subject"]): r for r in sarif["runs"][0]["results"]}
+    assert results[("dataset-removed", "load_orders")]["locations"] == [
+        {"physicalLocation": {"artifactLocation": {"uri": "fin/report.py"}, "region": {"startLine": 9}}}
+    ]
+
+
+def test_a_removed_dag_no_line_names_is_its_deleted_file_as_a_whole(baseline: Estate) -> None:
+    """A finding with no line in the work tree names the file the diff deleted (the baseline knows
+    its path in the bundle), with no region: never a logical location alone, which code scanning
+    refuses to upload."""
+    gone = parsed_bundle(
+        {"dags": [], "includes_stale": True, "import_errors": []}, {}, {"assets": []}, state=STATE
+    )
+    after, change = judged(baseline, gone)
+    located = locate(change.opened, baseline, after, declared={}, error_lines={})
+    removed = next(x for x in located if (x.code, x.subject) == ("dataset-removed", "load_orders"))
+    assert removed.at == (Spot("load_orders.py", "orders", None, "file", "load_orders"),)
+    document = build_document(after, audit(after, Baseline(None, baseline)))
+    document["change"] = change_json(dataclasses.replace(change, locations=located))
+    sarif = json.loads(render_sarif(document, tool_version="t", source_root={"orders": "orders/dags"}))
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text())).validate(sarif)
+    result = next(r for r in sarif["runs"][0]["results"] if r["properties"]["subject"] == "load_orders")
+    assert result["properties"]["change"] == "opened"
+    assert result["locations"] == [
+        {"physicalLocation": {"artifactLocation": {"uri": "orders/dags/load_orders.py"}}}
     ]
 
 

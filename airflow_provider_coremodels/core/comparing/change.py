@@ -20,6 +20,7 @@ from typing import Any
 
 from airflow_provider_coremodels.core.checks.teams import UNOWNED, Teams
 from airflow_provider_coremodels.core.comparing.changes import finding_key, opened_and_closed
+from airflow_provider_coremodels.core.comparing.locations import Located
 from airflow_provider_coremodels.core.estate.model import (
     DAG,
     VIA_ALIAS,
@@ -254,9 +255,11 @@ def splice(
 
     - Every DAG of another bundle (or deployment) stays as stored, with its edges and broken files.
     - A file of the bundle that does not import keeps the DAGs that last parsed from it in the
-      baseline, as Airflow does (they are listed, stale, and run nowhere); its edges are dropped.
-    - An asset stays while some DAG still names it, or when the baseline shows no DAG of the bundle
-      naming it; one that only the bundle's replaced DAGs named goes, as Airflow orphans it.
+      baseline, as Airflow does (they are listed, stale, and run nowhere); its edges are dropped,
+      but not the assets they named: Airflow keeps the references, so it keeps the assets.
+    - An asset stays while some DAG still names it (or a broken file's DAGs last named it), or
+      when the baseline shows no DAG of the bundle naming it; one that only the bundle's replaced
+      DAGs named goes, as Airflow orphans it.
     - DAG warnings are the deployment's: a parsed DAG the baseline knows keeps its stored ones.
     - What only run time resolves (an alias's assets, an ``Asset.ref`` to an asset an alias made)
       stays as the baseline has it while the code still makes the reference (``aliases``: the
@@ -319,6 +322,8 @@ def splice(
     for edge in baseline.lineage:
         if not edge.dag_link:
             base_named[edge.asset].add(edge.dag_id)
+            if edge.dag_id in last_parsed:  # Airflow keeps a broken file's references, and so the asset
+                named.add(edge.asset)
     parsed_assets = {a.identity: a for a in parsed.assets()}
     assets: dict[str, Dataset] = {}
     for asset in baseline.assets():
@@ -538,6 +543,9 @@ class Change:
     teams: tuple[str, ...] | None = None
     #: Each dependency the change cuts (``Break``), the most severe finding's first.
     breaks: tuple[Break, ...] = ()
+    #: Where in the work tree each opened finding was caused (``locations.locate``): what SARIF
+    #: points it at.
+    locations: tuple[Located, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -776,5 +784,6 @@ def change_json(change: Change) -> dict[str, Any]:
         "affected": [a.as_dict() for a in change.affected],
         "breaks": [b.as_dict() for b in change.breaks],
         "lines": dict(sorted(change.lines.items())),
+        "locations": [located.as_dict() for located in change.locations],
         **({"teamsAffected": list(change.teams)} if change.teams is not None else {}),
     }

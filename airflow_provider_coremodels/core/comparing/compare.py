@@ -484,7 +484,7 @@ def _change_part(c: Comparison) -> dict[str, Any]:
     part = change_json(c.change)
     part["findingsOpened"] = [change.as_dict() for change in c.opened]
     part["findingsClosed"] = [change.as_dict() for change in c.closed]
-    del part["bundle"], part["lines"]
+    del part["bundle"], part["lines"], part["locations"]
     return part
 
 

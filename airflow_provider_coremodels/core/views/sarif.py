@@ -24,7 +24,7 @@ import json
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -72,6 +72,7 @@ def render_sarif(
     }
     defined = change.get("lines")
     lines: Mapping[str, Any] = defined if isinstance(defined, Mapping) else {}
+    placed = _placed(change.get("locations"))
 
     def _about(code: str) -> Subject:
         """What a finding's subject names; a code this version does not know may be a DAG or an asset."""
@@ -100,7 +101,10 @@ def render_sarif(
             result["properties"]["team"] = finding_teams(finding)
         if (code, finding["subject"]) in opened:
             result["properties"]["change"] = "opened"
-        if paths:
+        spots = locator.spots(finding, about, placed.get((code, finding["subject"]), ()))
+        if spots and (code, finding["subject"]) in opened:  # where in the work tree it was caused
+            result["locations"] = [_physical(path, line) for path, line in spots]
+        elif paths:
             at = locator.lines(finding, about, lines) if (code, finding["subject"]) in opened else {}
             result["locations"] = [_physical(path, at.get(path, 1)) for path in paths]
         else:  # nothing left on disk to point at (a removed DAG, an asset only external DAGs touch)
@@ -214,11 +218,29 @@ def _identity(code: str, subject: str) -> str:
     return hashlib.sha256(f"{code}\0{subject}".encode()).hexdigest()[:32]
 
 
-def _physical(path: str, line: int = 1) -> dict[str, Any]:
-    """A line of a file (its first by default), the path percent-encoded as a SARIF uri must be
-    (``a b.py``: ``a%20b.py``)."""
+def _physical(path: str, line: int | None = 1) -> dict[str, Any]:
+    """A line of a file (its first by default; None: the file as a whole, no region), the path
+    percent-encoded as a SARIF uri must be (``a b.py``: ``a%20b.py``)."""
     uri = quote(path, safe="/")
+    if line is None:
+        return {"physicalLocation": {"artifactLocation": {"uri": uri}}}
     return {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}}}
+
+
+def _placed(given: Any) -> dict[tuple[Any, Any], list[Mapping[str, Any]]]:
+    """A pre-merge change's ``locations``: where each opened finding was caused, by (code, subject)."""
+    placed: dict[tuple[Any, Any], list[Mapping[str, Any]]] = {}
+    for item in given if isinstance(given, list) else ():
+        finding = item.get("finding") if isinstance(item, Mapping) else None
+        at = item.get("at") if isinstance(item, Mapping) else None
+        if isinstance(finding, Mapping) and isinstance(at, list):
+            spots = [spot for spot in at if isinstance(spot, Mapping)]
+            placed[(finding.get("code"), finding.get("subject"))] = spots
+    return placed
+
+
+def _line(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
 
 class _Locator:
@@ -313,6 +335,27 @@ class _Locator:
             if isinstance(line, int) and not isinstance(line, bool) and line >= 1:
                 out.setdefault(self.files[dag], line)
         return out
+
+    def spots(
+        self, finding: Mapping[str, Any], about: Subject, placed: Iterable[Mapping[str, Any]]
+    ) -> list[tuple[str, int | None]]:
+        """The files and lines a change's ``locations`` give a finding: a DAG's file as the document
+        places it, a broken file's, or (a file the change deleted) the path its baseline gave,
+        within its folder. A spot without a line is the file as a whole."""
+        out: dict[tuple[str, int | None], None] = {}
+        for spot in placed:
+            dag, file = spot.get("dag"), spot.get("file")
+            if isinstance(dag, str) and dag in self.files:
+                path: str | None = self.files[dag]
+            elif about == "file" and finding["subject"] in self.broken:
+                path = self.broken[finding["subject"]]
+            elif isinstance(file, str) and not file.startswith("/") and (contained := _contained(file)):
+                path = self._rooted(spot.get("bundle"), contained)
+            else:
+                path = None
+            if path:
+                out[(path, _line(spot.get("line")))] = None
+        return list(out)
 
     def escaped(self, finding: Mapping[str, Any], about: Subject) -> bool:
         """Whether the finding is about a DAG or file whose path was refused as leaving its folder."""
