@@ -96,6 +96,7 @@ bench-smoke: install
 	$(PY) benchmarks/bench_polite.py --dags 20 --tasks-per-dag 3 --repeat 1 --idle 2 --gap 0.5
 	$(PY) benchmarks/bench_vs_client.py --dags 20 --tasks-per-dag 3 --repeat 1 --concurrency 8 --quiet 0
 	$(PY) benchmarks/bench_dag_folder.py --files 20 --repeat 1
+	$(PY) benchmarks/bench_premerge.py --files 50 --repeat 1
 
 clean:
 	rm -rf $(VENV) $(VENV_OLDEST) coremodels-out .pytest_cache .ruff_cache .mypy_cache .hypothesis

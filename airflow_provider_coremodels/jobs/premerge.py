@@ -128,7 +128,7 @@ def check_folder(check: FolderCheck) -> FolderResult:
         assert stored is not None
         now = audit(after, Baseline(stored.fingerprint, before), waivers=check.waivers, policy=check.policy)
         before_estate = before
-    return _result(check, artifacts, before_estate, after, then, now, stored, target, {})
+    return _result(check, artifacts, parsed, before_estate, after, then, now, stored, target, {})
 
 
 def _parsed(
@@ -222,7 +222,9 @@ def _check_change(
         "filesListed": head.listed,
         "full": check.full,
     }
-    return _result(check, head, before, after, then, now, stored, target, {"base": base_json})
+    return _result(
+        check, head, head_estate, before, after, then, now, stored, target, {"base": base_json}, folder
+    )
 
 
 def _dags_of(artifacts: FolderArtifacts, files: set[str]) -> set[str]:
@@ -280,6 +282,7 @@ def _stable(value: Any) -> Any:
 def _result(
     check: FolderCheck,
     artifacts: FolderArtifacts,
+    parsed: Estate,
     before: Estate,
     after: Estate,
     then: Any,
@@ -287,6 +290,7 @@ def _result(
     stored: StoredSnapshot | None,
     target: Target,
     extra: dict[str, Any],
+    folder: Path | None = None,
 ) -> FolderResult:
     change = describe(
         before,
@@ -297,11 +301,14 @@ def _result(
         baseline=stored.fingerprint if stored is not None else None,
         teams=check.policy.teams if check.policy is not None else None,
     )
+    declared = dict(artifacts.declared)
+    if folder is not None:  # a scoped parse: the other files an opened finding points into, by AST
+        declared.update(_declared_elsewhere(folder, change, before, after, declared, target))
     located = locate(
         change.opened,
-        before_estate,
+        before,
         after,
-        declared=artifacts.declared,
+        declared=declared,
         error_lines=_error_lines(parsed, artifacts.error_lines, target),
         added=change.lineage_added,
         parsed_id=target.parsed_id,
@@ -321,6 +328,49 @@ def _result(
         "isolationDetail": artifacts.isolation.detail,
     }
     return FolderResult(document, change)
+
+
+def _declared_elsewhere(
+    folder: Path,
+    change: Change,
+    before: Estate,
+    after: Estate,
+    declared: Mapping[str, Any],
+    target: Target,
+) -> dict[str, dict[str, Any]]:
+    """Where the DAGs an opened finding points at declare what it is about, for those a scoped
+    parse did not read (a consumer of an asset the change removed, a DAG linking to one it deleted):
+    read from their files in the work tree as bounded regular files and parsed with ``ast``, never
+    run. A full parse reads them all, so both give the same locations."""
+    import ast
+
+    from airflow_provider_coremodels.capture.dag_folder_worker import declarations
+    from airflow_provider_coremodels.core.comparing.change import RELATIVE_FILELOC_KEY
+    from airflow_provider_coremodels.io.input_files import Unreadable, read_bounded
+
+    subjects = {f.subject for f in change.opened}
+    subjects |= {s.rpartition(".")[0] for s in subjects if "." in s}
+    wanted: set[str] = set()
+    for edge in (*before.lineage, *after.lineage):
+        ends = {edge.dependent, edge.depends_on}
+        if ends & subjects:
+            wanted |= ends
+    files: dict[str, list[str]] = {}
+    for dag in after.dags():
+        dag_id = target.parsed_id(dag.identity)
+        relative = dag.metadata.get(RELATIVE_FILELOC_KEY)
+        if dag.identity in wanted and dag_id not in declared and target.owns(dag) and relative:
+            files.setdefault(relative, []).append(dag_id)
+    found: dict[str, dict[str, Any]] = {}
+    for relative, dag_ids in sorted(files.items()):
+        path = folder / relative
+        if not relative.endswith(".py") or not path.resolve().is_relative_to(folder.resolve()):
+            continue
+        try:
+            found.update(declarations(ast.parse(read_bounded(str(path), 16 << 20)), dag_ids))
+        except (Unreadable, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return found
 
 
 def _defined_at(change: Change, after: Estate, lines: Mapping[str, int], target: Target) -> dict[str, int]:

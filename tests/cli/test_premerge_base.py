@@ -124,8 +124,9 @@ def judged(repo: Path, *extra: str) -> tuple[dict, dict]:
 
 
 def same(scoped: dict, full: dict) -> None:
-    """Scoped and full parses agree on the change: what they parsed aside, and the lines SARIF
-    points at, which a scoped parse gives for the files it read."""
+    """Scoped and full parses agree on the change, where SARIF points included: what they parsed
+    aside, and ``lines`` (where each parsed DAG is defined, which a scoped parse gives for the
+    files it read; ``locations`` are what SARIF reads)."""
 
     def strip(change: dict) -> dict:
         return {k: v for k, v in change.items() if k not in ("base", "isolationDetail", "lines")}
@@ -144,6 +145,9 @@ def test_a_dropped_outlet_breaks_the_consumer_and_only_the_touched_file_is_parse
     ]
     assert scoped["dagsChanged"] == ["load_orders"] and scoped["dagsRemoved"] == []
     assert (scoped["base"]["filesParsed"], scoped["base"]["filesListed"]) == (1, 3)
+    # the annotation: the consumer's schedule that names the asset, in a file the scoped parse did not run
+    (located,) = [x for x in scoped["locations"] if x["finding"]["code"] == "asset-unproduced"]
+    assert [(at["file"], at.get("line")) for at in located["at"]] == [("finance/consumer.py", 5)]
     assert scoped["base"]["changed"] == ["orders/producer.py"]
     table = audit(repo, "--baseline", ".coremodels/baseline.json", "--base", "main", "--format", "table")
     first = table.stdout.splitlines()[0]
