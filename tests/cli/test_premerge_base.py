@@ -289,3 +289,49 @@ def test_the_deployed_baseline_of_an_unchanged_branch_is_no_change(repo: Path) -
         [],
         [],
     )
+
+
+def test_the_gate_fails_the_changes_that_cut_a_dependency_and_passes_the_others(repo: Path) -> None:
+    """The documented gate (--fail-on-break --fail-on-new error) on each pull request of issue 43,
+    each judged by --base main in one run that writes every view."""
+    gate = ("--baseline", ".coremodels/baseline.json", "--rules", "rules.yaml", "--base", "main")
+    gate += ("--fail-on-break", "--fail-on-new", "error")
+    cases = {
+        "an import typo in the producer": (
+            {"orders/producer.py": PRODUCER.replace("from airflow.sdk import", "from airflow.sdk imprt")},
+            1,
+        ),
+        "an outlet renamed in the producer only": (
+            {"orders/producer.py": PRODUCER.replace('lake("orders")', 'lake("orders_v2")')},
+            1,
+        ),
+        "a new DAG nobody owns": (
+            {
+                "ops/orphan.py": OTHER.format(dag_id="orphan", text="Orphan", task="run").replace(
+                    "ops", "airflow"
+                )
+            },
+            0,
+        ),
+        "a task renamed": (
+            {"ops/cleanup.py": OTHER.format(dag_id="cleanup", text="Cleans", task="sweep")},
+            0,
+        ),
+    }
+    for name, (files, expected) in cases.items():
+        git(repo, "checkout", "-q", "-B", "case", "change")
+        write(repo, files)
+        commit(repo, name)
+        views = repo.parent / "views"  # outside the checkout, as CI keeps its reports
+        views.mkdir(exist_ok=True)
+        outputs = [f"--output={kind}={views / kind}" for kind in ("json", "sarif", "markdown", "table")]
+        done = audit(repo, *gate, *outputs, "--format", "table")
+        assert done.returncode == expected, (name, done.stdout[:2000])
+        change = json.loads((views / "json").read_text())["change"]
+        assert bool(change["breaks"]) == bool(expected), name
+        if expected:
+            assert [(b["dependent"], b["team"]) for b in change["breaks"]] == [("daily_revenue", "finance")]
+        # one run, every view: the same first line in the table printed and the one written
+        assert (views / "table").read_text().splitlines()[0] == done.stdout.splitlines()[0]
+        assert "of 3 files parsed" in done.stdout.splitlines()[0] or "of 4 files parsed" in done.stdout
+        assert json.loads((views / "sarif").read_text())["runs"][0]["properties"]["isolation"]
