@@ -56,6 +56,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--full", action="store_true", help="also time --full (every file of both versions)")
     args = parser.parse_args()
+    # the DAGs run (as in a deployment that unpaused them): a consumer that loses its producer is a break
+    os.environ["AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION"] = "False"
     audit = [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", "dags"]
     with tempfile.TemporaryDirectory(prefix="coremodels-bench-premerge-") as scratch:
         repo = Path(scratch) / "repo"
