@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -102,12 +103,6 @@ class Isolation:
     detail: str
     bwrap: str | None = None  # the bwrap to run, when kind is "sandbox"
 
-    @property
-    def line(self) -> str:
-        if self.kind == "sandbox":
-            return f"isolation: sandbox ({self.detail})"
-        return f"isolation: process only, no sandbox ({self.detail})"
-
 
 class SandboxUnavailable(UsageError):
     """``--sandbox require`` on a machine that gives no sandbox: exit 2, one line saying what is missing."""
@@ -174,6 +169,7 @@ def probe() -> tuple[str | None, str]:
     return answer
 
 
+@functools.cache
 def _version(bwrap: str) -> str:
     try:
         said = subprocess.run([bwrap, "--version"], capture_output=True, timeout=10, check=False)

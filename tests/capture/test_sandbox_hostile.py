@@ -480,3 +480,29 @@ def test_a_catastrophic_airflowignore_ends_at_the_parse_deadline(tmp_path, monke
     with pytest.raises(DagFolderError, match=r"within its deadline of [\d.]+ s \(--parse-deadline\)"):
         parse_dag_folder(tmp_path, sandbox=sandbox, timeout=20, deadline=8)
     assert time.monotonic() - started < 30  # a bound, not a timing: the regex alone takes hours
+
+
+def test_where_namespaces_are_refused_auto_says_so_and_require_exits_2(tmp_path, monkeypatch) -> None:
+    """A bwrap the machine refuses namespaces to (Ubuntu 24.04's AppArmor restriction, a default
+    Docker container): ``auto`` parses as a process and every view says why; ``require`` ends the
+    run with one line naming it. The refusing bwrap is a stand-in script: this machine allows them."""
+    from airflow_provider_coremodels.capture import sandbox
+
+    refusing = tmp_path / "bwrap"
+    refusing.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    monkeypatch.setenv("COREMODELS_BWRAP", str(refusing))
+    monkeypatch.setattr(sandbox, "_PROBED", {})
+    (tmp_path / "dags").mkdir()
+    (tmp_path / "dags" / "fine.py").write_text(dag("fine", "LOOT += 'ran'"))
+    command = [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", "dags"]
+    auto = subprocess.run([*command, "--format", "json"], cwd=tmp_path, capture_output=True, timeout=240)
+    change = json.loads(auto.stdout)["change"]
+    assert change["isolation"] == "process"
+    assert "setting up uid map: Permission denied" in change["isolationDetail"]
+    require = subprocess.run(
+        [*command, "--sandbox", "require"], cwd=tmp_path, capture_output=True, timeout=240
+    )
+    assert require.returncode == 2
+    (line,) = require.stderr.decode().strip().splitlines()
+    assert line.startswith("error: --sandbox require: no sandbox on this machine: ") and "uid map" in line
