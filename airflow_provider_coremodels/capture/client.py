@@ -125,8 +125,9 @@ class AirflowApiClient:
         self.pacer = Pacer(
             source.concurrency, adaptive=source.pacing == "adaptive", share=source.pacing_share
         )
-        # Proxies and a CA bundle from the environment are resolved once: with trust_env requests
-        # re-reads the whole environment on every request, a third of a large capture's CPU.
+        # A CA bundle from the environment is resolved once, and each origin's proxy once (by its
+        # own URL, NO_PROXY honoured): with trust_env requests re-reads the whole environment on
+        # every request, a third of a large capture's CPU.
         self._transport = Transport(pool_size=source.concurrency, verify=source.verify, url=source.base_url)
         self._session = self._transport.session
         self._session.headers.update({"Accept": "application/json", "User-Agent": USER_AGENT})

@@ -301,18 +301,25 @@ class Transport:
     """The one way the provider sends HTTP (capture, the endpoint sink, OpenLineage): a session
     whose connections a deadline can cut, which follows a redirect only within the origin it
     was sent to (a redirect elsewhere comes back unfollowed, and ``send_with_retries`` refuses
-    it), with proxies and a CA bundle resolved once rather than at every request."""
+    it), with a CA bundle resolved once and each origin's proxy resolved once, on its first
+    request (``_SameOriginSession.proxies_for``), rather than at every request.
+
+    ``url``: the origin the transport is made for; its proxy is resolved at once, so a proxy
+    setting that cannot be read fails here. Every other origin a request goes to (Composer's
+    metadata server and token endpoint, beside its web server) gets its own, by ``NO_PROXY``.
+    """
 
     def __init__(
         self, *, pool_size: int = 1, verify: bool | str = True, url: str | None = None, trust_env: bool = True
     ) -> None:
-        self.session = _SameOriginSession()
+        self.session = _SameOriginSession(environ_proxies=trust_env)
         self.adapter = _CuttableAdapter(pool_connections=1, pool_maxsize=pool_size)
         self.session.mount("http://", self.adapter)
         self.session.mount("https://", self.adapter)
         self.session.trust_env = False
         if trust_env:  # what requests reads from the environment, read once
-            self.session.proxies = requests.utils.get_environ_proxies(url or "")
+            if url:
+                self.session.proxies_for(url)
             bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
             verify = bundle if verify is True and bundle else verify
         self.session.verify = verify
@@ -338,7 +345,38 @@ class _SameOriginSession(requests.Session):
 
     Another origin's answer is never read, so nothing of it can reach a message (a redirect is
     the way a server would make the provider fetch, and repeat, what it should not); the 3xx
-    comes back to the caller instead."""
+    comes back to the caller instead.
+
+    With ``environ_proxies`` each request goes through the proxy the environment gives its own
+    URL (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, read by requests' own
+    ``get_environ_proxies``), resolved once per origin: a host ``NO_PROXY`` exempts is reached
+    directly whichever origin the transport was made for. (``trust_env`` stays off: requests
+    would read the whole environment again at every request, a third of a large capture's CPU.)
+    """
+
+    def __init__(self, *, environ_proxies: bool = False) -> None:
+        super().__init__()
+        self.environ_proxies = environ_proxies
+        self._proxies: dict[str, dict[str, str]] = {}
+        self._proxies_lock = threading.Lock()
+
+    def proxies_for(self, url: str) -> dict[str, str]:
+        """The proxies the environment gives ``url`` (none where ``NO_PROXY`` exempts its host),
+        read once per origin."""
+        if not self.environ_proxies:
+            return {}
+        key = origin(url)
+        with self._proxies_lock:
+            found = self._proxies.get(key)
+            if found is None:
+                found = self._proxies[key] = requests.utils.get_environ_proxies(url)
+            return found
+
+    def request(self, method: str, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
+        if kwargs.get("proxies") is None and self.environ_proxies:
+            text = url.decode("ascii", "replace") if isinstance(url, bytes) else url
+            kwargs["proxies"] = self.proxies_for(text)
+        return super().request(method, url, *args, **kwargs)
 
     @property
     def cut_off(self) -> bool:
