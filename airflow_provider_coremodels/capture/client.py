@@ -109,8 +109,16 @@ class NotFound(CaptureError):
     """The API answered 404 for a resource (a DAG deleted during the capture, say)."""
 
 
+class NotSent(CaptureError):
+    """A request the client cannot send (a path MWAA's InvokeRestApi does not take): never counted as sent."""
+
+
 class AirflowApiClient:
     """GET JSON from one Airflow deployment, with retries, auth and API detection."""
+
+    #: Why the server's own paths (``/ui/...``, outside the REST API) cannot be reached through
+    #: this client, or None where they can: the capture then sends no request for them.
+    unreachable_server_paths: str | None = None
 
     def __init__(self, source: ApiSource, *, retry: RetryPolicy | None = None) -> None:
         self.source = source

@@ -16,6 +16,7 @@ the export's answer.
 
 from __future__ import annotations
 
+import collections
 import functools
 import queue
 import time
@@ -28,7 +29,7 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow_provider_coremodels import __version__
-from airflow_provider_coremodels.capture.client import AirflowApiClient, NotFound
+from airflow_provider_coremodels.capture.client import AirflowApiClient, NotFound, NotSent
 from airflow_provider_coremodels.core import ABSENT, Estate, Lossiness, State, build_estate
 from airflow_provider_coremodels.core.reading.broken import (
     INCLUDES_STALE,
@@ -250,6 +251,7 @@ class _Crawl:
         self.serves_deadlines = False  # the line serves deadline alerts (set in run)
         self.reads_deadlines = False  # ... and the source asks for them
         self.deadlines_asked = 0
+        self.unsent: collections.Counter[str] = collections.Counter()  # asked, never sent: not in the summary
         self.deadlines_lost: dict[str, str] = {}  # dag_id -> why its deadline alerts are unknown
         self.window = max(4, 4 * client.source.concurrency)  # the pages of a list out at once
         # Per-item requests out at once: no more than the pool has threads, so that none waits in
@@ -265,7 +267,12 @@ class _Crawl:
         info = self.client.info or self.client.connect()
         self.v2 = info.api_version == "v2"
         self.serves_deadlines = self.v2 and _at_least(info.airflow_version, (3, 3))
-        self.reads_deadlines = self.serves_deadlines and self.client.source.deadline_alerts
+        # what the client cannot reach is not asked for: no request counted that was never sent
+        self.reads_deadlines = (
+            self.serves_deadlines
+            and self.client.source.deadline_alerts
+            and self.client.unreachable_server_paths is None
+        )
         # Stale DAGs too: a DAG whose file broke is stale on Airflow 3 (core/reading/broken.py).
         everything = {"exclude_stale": "false"} if self.v2 else {"only_active": "false"}
         dags = _List(
@@ -400,9 +407,9 @@ class _Crawl:
             requests=self.client.stats.requests,
             retries=self.client.stats.retries,
             seconds=time.monotonic() - started,
-            schedules=self.schedules,
-            documentation=self.documentation,
-            deadlines=self.deadlines_asked,
+            schedules=self.schedules - self.unsent["schedules"],
+            documentation=self.documentation - self.unsent["documentation"],
+            deadlines=self.deadlines_asked - self.unsent["deadlines"],
             import_errors=len(errors.items),
             pacing=self.client.pacer.describe(),
             alias_writers=self.alias_assets,
@@ -424,6 +431,13 @@ class _Crawl:
         Said on every line that cannot show them, since nothing tells whether the estate uses them."""
         if not self.serves_deadlines:
             return unseen_deadlines(airflow_version, api_version)
+        unreachable = self.client.unreachable_server_paths
+        if unreachable is not None and self.client.source.deadline_alerts:
+            return Lossiness(
+                "dags",
+                f"deadline alerts unknown: not read, {unreachable} and Airflow serves them at "
+                f"GET {DEADLINE_ALERTS_PATH} only; the rules' deadline check is not judged",
+            )
         if not self.reads_deadlines:
             return Lossiness("dags", DEADLINES_NOT_READ)
         if not self.deadlines_lost:
@@ -719,6 +733,7 @@ class _Crawl:
             self._tasks_lost(dag_id, f"a dag_id of {dag_id!r} cannot be named in a URL path; not requested")
             if self.reads_deadlines:
                 self.deadlines_asked += 1
+                self.unsent["deadlines"] += 1
                 self.deadlines_lost[dag_id] = "a dag_id that cannot be named in a URL path; not requested"
             return
         path = f"/dags/{quote(dag_id, safe='')}"
@@ -772,6 +787,8 @@ class _Crawl:
             raise
         except CaptureError as exc:
             body, problem = None, str(exc)
+            if isinstance(exc, NotSent):
+                self.unsent.update("documentation" if want == "doc_md" else "schedules" for want in wants)
         if problem is None and not isinstance(body, dict):
             problem = "the answer is not an object"
         if isinstance(body, dict) and isinstance(body.get("owner_links"), dict) and body["owner_links"]:
@@ -818,6 +835,7 @@ class _Crawl:
             return
         except CaptureError as exc:
             self.deadlines_lost[dag_id] = str(exc)
+            self.unsent["deadlines"] += isinstance(exc, NotSent)
             return
         alerts = body.get(DEADLINE_ALERTS) if isinstance(body, dict) else None
         if not isinstance(alerts, list):

@@ -29,6 +29,7 @@ from airflow_provider_coremodels.capture.client import (
     ApiInfo,
     ApiSource,
     Decoder,
+    NotSent,
 )
 from airflow_provider_coremodels.capture.pacing import kind_of
 from airflow_provider_coremodels.errors import AuthError, CaptureError
@@ -48,6 +49,7 @@ MAX_PATH = 64
 STATUS, RESPONSE = "RestApiStatusCode", "RestApiResponse"
 #: The envelopes that carry the Airflow web server's own answer (its status and body).
 _CARRIED = frozenset({"RestApiClientException", "RestApiServerException"})
+UNREACHABLE = "MWAA's InvokeRestApi reaches only the REST API's paths"
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class _Call:
 
     kind: str
     first: bool
+    answered: bool = False  # the transport handed botocore an answer to read
 
 
 class _Body:
@@ -116,8 +119,10 @@ class MwaaApiClient(AirflowApiClient):
     ``/api/v2`` before them as the environment's Airflow serves. A path over InvokeRestApi's 64
     characters (``/dags/<a dag_id over 52 characters>/tasks``) cannot be sent: that request fails,
     and the capture records what it lost. The server's own paths (``/ui/dependencies``) are not
-    reachable through InvokeRestApi either.
+    reachable through InvokeRestApi either: the capture does not ask for what only they serve.
     """
+
+    unreachable_server_paths = UNREACHABLE
 
     def __init__(self, source: ApiSource, access: MwaaAccess, *, retry: RetryPolicy | None = None) -> None:
         super().__init__(source, retry=retry)
@@ -173,9 +178,7 @@ class MwaaApiClient(AirflowApiClient):
     ) -> tuple[requests.Response, Any]:
         prefix = f"/api/{self.info.api_version}" if self.info else "/api/"
         if not path.startswith(prefix + "/"):
-            raise CaptureError(
-                f"{self._url(path)}: not sent, MWAA's InvokeRestApi reaches only the REST API's paths"
-            )
+            raise NotSent(f"{self._url(path)}: not sent, {UNREACHABLE}")
         return self._invoke(
             method,
             path,
@@ -203,7 +206,7 @@ class MwaaApiClient(AirflowApiClient):
         from botocore.exceptions import BotoCoreError, ClientError
 
         if len(rest_path) > MAX_PATH:
-            raise CaptureError(
+            raise NotSent(
                 f"{self._url(path)}: not sent, InvokeRestApi takes a path of at most {MAX_PATH} "
                 f"characters and this one has {len(rest_path)}"
             )
@@ -212,7 +215,7 @@ class MwaaApiClient(AirflowApiClient):
             call["QueryParameters"] = dict(params)
         if json is not None:
             call["Body"] = json
-        self._call.current = _Call(kind_of(path), first)
+        sending = self._call.current = _Call(kind_of(path), first)
         try:
             answer = self._mwaa.invoke_rest_api(**call)
             status, body = answer.get(STATUS), answer.get(RESPONSE)
@@ -220,6 +223,14 @@ class MwaaApiClient(AirflowApiClient):
             status, body = self._carried(exc, path)
         except BotoCoreError as exc:  # no credentials, a parameter refused, a body botocore cannot read
             raise CaptureError(SECRETS.scrub(f"{self._url(path)}: InvokeRestApi failed: {exc}")) from None
+        except (RecursionError, ValueError, TypeError, AttributeError, KeyError) as exc:
+            if not sending.answered:  # not raised reading an answer: a fault of ours, raised as it is
+                raise
+            # botocore's own decode of a hostile answer (nested too deeply, not UTF-8, JSON that is
+            # no envelope), which the transport cannot bound: this request fails, not the capture
+            raise CaptureError(
+                f"{self._url(path)}: InvokeRestApi's answer is unreadable: {_unreadable(exc)}"
+            ) from None
         finally:
             self._call.current = None
         return self._answer(path, status, body, decode, decoder)
@@ -299,10 +310,21 @@ class MwaaApiClient(AirflowApiClient):
                 f"{origin(request.url)} answered InvokeRestApi with HTTP {response.status_code}, a redirect "
                 f"to {target}: a signed request is never sent elsewhere"
             )
+        if call is not None:
+            call.answered = True  # what fails from here on is botocore's reading of the answer
         return AWSResponse(request.url, response.status_code, dict(response.headers), _Body(response.content))
 
     def _url(self, path: str) -> str:
         return f"MWAA environment {self.access.environment} (InvokeRestApi) {path}"
+
+
+def _unreadable(exc: BaseException) -> str:
+    """Why botocore could not read an answer, without quoting it (an exception's text may)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    return f"botocore could not read it ({type(exc).__name__}): not an InvokeRestApi envelope"
 
 
 def _server_error(response: requests.Response) -> str | None:

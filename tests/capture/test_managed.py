@@ -130,6 +130,89 @@ def test_mwaa_a_redirect_is_never_followed_with_the_signed_request(mwaa) -> None
         assert elsewhere.log == []
 
 
+def crawled_airflow(method: str, path: str, query: dict[str, Any], body: Any) -> tuple[int, Any]:
+    """Enough of Airflow 3.3's API for a whole capture: the DAGs, each with a task, and empty lists."""
+    if path.endswith("/tasks"):
+        return 200, {"tasks": [{"task_id": "only"}], "total_entries": 1}
+    empty = {
+        "/assets": "assets",
+        "/assets/aliases": "asset_aliases",
+        "/importErrors": "import_errors",
+        "/dagWarnings": "dag_warnings",
+        "/dags/~/dagRuns": "dag_runs",
+        "/assets/events": "asset_events",
+    }
+    if path in empty:
+        return 200, {empty[path]: [], "total_entries": 0}
+    return fake_airflow(method, path, query, body)
+
+
+NESTED = b"[" * 100_000 + b"]" * 100_000
+ERROR = {"x-amzn-ErrorType": "RestApiClientException"}
+
+
+@pytest.mark.parametrize(
+    ("status", "answer", "headers", "why"),
+    [
+        pytest.param(200, b'{"RestApiStatusCode": 200, "RestApiResponse": ' + NESTED + b"}", {},
+                     "nested too deeply", id="nested-100000"),
+        pytest.param(400, b'{"RestApiStatusCode": 404, "RestApiResponse": ' + NESTED + b"}", ERROR,
+                     "nested too deeply", id="nested-in-an-error"),
+        pytest.param(200, b'{"RestApiStatusCode": 200, "RestApiResponse": "\xff"}', {}, "not UTF-8",
+                     id="not-utf8"),
+        pytest.param(200, b"[1, 2]", {}, "not an InvokeRestApi envelope", id="an-array"),
+        pytest.param(200, b'{"RestApiStatusCode": [200], "RestApiResponse": {}}', {},
+                     "not an InvokeRestApi envelope", id="a-status-not-a-number"),
+        pytest.param(400, b'{"__type": 5, "message": []}', ERROR, "not an InvokeRestApi envelope",
+                     id="an-error-of-no-type"),
+    ],
+)  # fmt: skip
+def test_mwaa_a_hostile_answer_for_one_dag_is_that_dags_lossiness(mwaa, status, answer, headers, why) -> None:
+    """An answer botocore's own decode fails on (nested 100,000 deep: RecursionError before the
+    provider's bounded decoder runs; not UTF-8; JSON that is no envelope) ended the capture with
+    ``error: unexpected RecursionError``, exit 3. It is that DAG's lossiness, as in a direct
+    capture, and the capture goes on; the summary counts only the requests sent (none for deadline
+    alerts: InvokeRestApi cannot reach them, so they are not asked for)."""
+    mwaa.upstream = crawled_airflow
+    mwaa.fault = lambda path: (status, answer, headers) if path == "/dags/dag_03/tasks" else None
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client:
+        result = capture(client)
+    assert sorted(result.tasks) == [d["dag_id"] for d in DAGS if d["dag_id"] != "dag_03"]
+    lost = [r.message for r in result.lossiness if r.artifact == "tasks"]
+    assert len(lost) == 1 and why in lost[0], lost
+    assert lost[0].startswith(
+        f"tasks of DAG 'dag_03' could not be captured: MWAA environment {ENV} (InvokeRestApi) "
+        "/api/v2/dags/dag_03/tasks: InvokeRestApi's answer is unreadable: "
+    )
+    assert result.summary.requests == len(mwaa.log)  # counted as sent: every one reached the endpoint
+    assert "deadline alerts" not in result.summary.line()
+    assert not any(b"/ui/" in entry["body"] for entry in mwaa.log)
+    deadline = [r.message for r in result.lossiness if r.message.startswith("deadline alerts unknown")]
+    assert deadline == [
+        "deadline alerts unknown: not read, MWAA's InvokeRestApi reaches only the REST API's paths and "
+        "Airflow serves them at GET /ui/dags/{dag_id}/deadlineAlerts only; the rules' deadline check is "
+        "not judged"
+    ]
+
+
+def test_mwaa_requests_not_sent_are_not_counted_in_the_summary(mwaa) -> None:
+    """A DAG whose id makes its paths too long for InvokeRestApi: its tasks and doc_md are never
+    sent, and the summary counts neither (it said "N for doc_md" for requests never sent)."""
+    long_id = "x" * 60
+
+    def upstream(method: str, path: str, query: dict[str, Any], body: Any) -> tuple[int, Any]:
+        if path == "/dags":
+            return 200, {"dags": [{"dag_id": "short"}, {"dag_id": long_id}], "total_entries": 2}
+        return crawled_airflow(method, path, query, body)
+
+    mwaa.upstream = upstream
+    with open_client(mwaa_source(mwaa), retry=QUICK) as client:
+        result = capture(client)
+    assert result.summary.requests == len(mwaa.log)
+    assert "1 for doc_md" in result.summary.line()  # the short one's, sent
+    assert any(long_id in r.message and "not sent" in r.message for r in result.lossiness)
+
+
 def test_mwaa_a_path_over_64_characters_is_not_sent(mwaa) -> None:
     with open_client(mwaa_source(mwaa), retry=QUICK) as client:
         client.connect()
@@ -330,9 +413,10 @@ def test_the_estate_captured_through_mwaa_is_the_estate_captured_directly(airflo
     messages = [record.message for record in result.lossiness]
     assert any("/ui/dependencies" in message for message in messages)
     assert any(
-        message.startswith("deadline alerts unknown for ") and "InvokeRestApi" in message
+        message.startswith("deadline alerts unknown: not read, ") and "InvokeRestApi" in message
         for message in messages
     ), messages
+    assert "deadline alerts" not in result.summary.line()  # none asked for: none sent
 
 
 @pytest.mark.airflow_server
