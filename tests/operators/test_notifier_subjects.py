@@ -12,6 +12,7 @@ import pytest
 
 smtp = pytest.importorskip("airflow.providers.smtp.notifications.smtp")
 from airflow.providers.smtp.hooks.smtp import SmtpHook  # noqa: E402
+from airflow.sdk import DAG  # noqa: E402
 
 HOSTILE = {"coremodels": {"new_findings": [{"subject": "s3://lake/x\r\nBcc: attacker@example.com"}]}}
 NAIVE = "New: {{ (coremodels.new_findings | first).subject }}"
@@ -28,7 +29,9 @@ def written(subject_template: str) -> str:
         subject=subject_template,
         html_content="x",
     )
-    notifier.render_template_fields(HOSTILE)
+    # the notifier's context as a task's callback has it: the DAG, whose Jinja environment renders
+    # (the smtp provider of Airflow 3.0's constraints reads it), and the provider's findings
+    notifier.render_template_fields({**HOSTILE, "dag": DAG(dag_id="notified", schedule=None)})
     message, _ = SmtpHook.__new__(SmtpHook)._build_mime_message(
         mail_from="airflow@example.com", to="platform@example.com", subject=notifier.subject, html_content="x"
     )
