@@ -242,7 +242,12 @@ def _run(
 
 def _tail(errors_path: str, code: int) -> str:
     """The last line the parse server wrote, scrubbed and escaped, and how it ended."""
-    ended = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+    if code < 0:
+        ended = f"killed by signal {-code}"
+    elif code > 128:  # bwrap reports a death by signal as 128 + the signal
+        ended = f"exit {code}: killed by signal {code - 128}"
+    else:
+        ended = f"exit {code}"
     try:
         with open(errors_path, "rb") as handle:
             handle.seek(max(0, os.path.getsize(errors_path) - 2000))
