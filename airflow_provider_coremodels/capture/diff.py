@@ -137,10 +137,17 @@ def from_git(folder: Path, ref: str, scratch: Path) -> BaseView:
     if len(archive) > MAX_ARCHIVE_BYTES:
         raise UsageError(f"--base {ref}: the folder at the merge base is over {MAX_ARCHIVE_BYTES:,} bytes")
     if archive:
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(base, filter="data")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(base, filter="data")  # no member lands outside, nor links out
+        except (tarfile.TarError, OSError) as exc:
+            raise UsageError(
+                f"--base {ref}: the folder at the merge base cannot be laid out: {exc}"
+            ) from None
+    at_base = base / inside if inside != "." else base
+    at_base.mkdir(parents=True, exist_ok=True)  # a folder the change creates is empty at the base
     return BaseView(
-        folder=(base / inside).resolve() if inside != "." else base,
+        folder=at_base.resolve(),
         ref=ref,
         commit=commit,
         added=frozenset(added),

@@ -335,3 +335,18 @@ def test_the_gate_fails_the_changes_that_cut_a_dependency_and_passes_the_others(
         assert (views / "table").read_text().splitlines()[0] == done.stdout.splitlines()[0]
         assert "of 3 files parsed" in done.stdout.splitlines()[0] or "of 4 files parsed" in done.stdout
         assert json.loads((views / "sarif").read_text())["runs"][0]["properties"]["isolation"]
+
+
+def test_a_folder_the_change_creates_is_all_added(repo: Path) -> None:
+    (repo / "more").mkdir()
+    (repo / "more" / "fresh.py").write_text(OTHER.format(dag_id="fresh", text="Fresh", task="run"))
+    commit(repo, "a second folder")
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", "more", "--baseline",
+         ".coremodels/baseline.json", "--base", "main", "--format", "json"],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    change = json.loads(done.stdout)["change"]
+    assert change["dagsAdded"] == ["fresh"] and change["dagsRemoved"] == []
+    assert change["base"]["added"] == ["fresh.py"]
