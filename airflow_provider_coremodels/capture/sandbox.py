@@ -301,10 +301,12 @@ def bwrap_command(
         inside = any(_within(path, root) for root in (folder, *binds))
         if not inside or not os.path.lexists(path):
             continue
-        if os.path.isdir(path) and not _within(folder, path):
-            command += ["--tmpfs", path, "--remount-ro", path]
-        elif not os.path.isdir(path):
+        if not os.path.isdir(path):
             command += ["--ro-bind", "/dev/null", path]
+        elif not _within(path, folder) and not _within(folder, path):
+            # a directory inside the DAG folder is the folder's (a run from dags/sub must not hide
+            # DAG files): only a file the run names there is masked
+            command += ["--tmpfs", path, "--remount-ro", path]
     command += ["--ro-bind", worker, WORKER_INSIDE, "--chdir", "/tmp", "--", python, WORKER_INSIDE]
     return command
 

@@ -506,3 +506,17 @@ def test_where_namespaces_are_refused_auto_says_so_and_require_exits_2(tmp_path,
     assert require.returncode == 2
     (line,) = require.stderr.decode().strip().splitlines()
     assert line.startswith("error: --sandbox require: no sandbox on this machine: ") and "uid map" in line
+
+
+def test_a_run_from_inside_the_dag_folder_still_parses_all_of_it(tmp_path) -> None:
+    """The working directory is hidden from the sandbox, except where it is part of the folder."""
+    _sandbox_or_skip()
+    (tmp_path / "dags" / "sub").mkdir(parents=True)
+    (tmp_path / "dags" / "top.py").write_text(dag("top", ""))
+    (tmp_path / "dags" / "sub" / "below.py").write_text(dag("below", ""))
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", str(tmp_path / "dags"),
+         "--sandbox", "require", "--format", "json"],
+        cwd=tmp_path / "dags" / "sub", capture_output=True, timeout=240,
+    )  # fmt: skip
+    assert sorted(json.loads(done.stdout)["change"]["dagsAdded"]) == ["below", "top"], done.stderr
