@@ -512,8 +512,8 @@ def test_a_run_from_inside_the_dag_folder_still_parses_all_of_it(tmp_path) -> No
     """The working directory is hidden from the sandbox, except where it is part of the folder."""
     _sandbox_or_skip()
     (tmp_path / "dags" / "sub").mkdir(parents=True)
-    (tmp_path / "dags" / "top.py").write_text(dag("top", ""))
-    (tmp_path / "dags" / "sub" / "below.py").write_text(dag("below", ""))
+    (tmp_path / "dags" / "top.py").write_text(dag("top", "LOOT += ''"))
+    (tmp_path / "dags" / "sub" / "below.py").write_text(dag("below", "LOOT += ''"))
     done = subprocess.run(
         [sys.executable, "-m", "airflow_provider_coremodels", "audit", "--dag-folder", str(tmp_path / "dags"),
          "--sandbox", "require", "--format", "json"],
