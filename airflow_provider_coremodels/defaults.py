@@ -54,6 +54,8 @@ TASK_BUDGET_SHARE = 0.75
 MAX_WAIVER_FILE_BYTES = 16 << 20
 #: A rules file larger than this is refused, for the same reason.
 MAX_RULES_FILE_BYTES = 16 << 20
+#: A DAG file larger than this is neither run by the parse nor read to find its imports or lines.
+MAX_DAG_FILE_BYTES = 16 << 20
 #: The most one HTTP response body may hold once decompressed: a DAG page or one DAG's tasks is
 #: far less; a larger body (a gzip bomb, a runaway server) is refused, not inflated.
 MAX_RESPONSE_BYTES = 64 << 20

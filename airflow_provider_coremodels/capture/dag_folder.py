@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture.crawl import reduce_import_error, unseen_deadlines
 from airflow_provider_coremodels.capture.sandbox import (
     AIRFLOW_HOME_INSIDE,
@@ -291,7 +292,7 @@ class ParseLimits:
 
     file_answer_bytes: int = 32 << 20
     run_answer_bytes: int = 256 << 20
-    file_bytes: int = 16 << 20
+    file_bytes: int = defaults.MAX_DAG_FILE_BYTES
     written_bytes: int = 64 << 20
     #: processes the DAG code may add to what the user runs already (``RLIMIT_NPROC``, which
     #: counts a user's processes machine-wide; the kernel exempts root from it)

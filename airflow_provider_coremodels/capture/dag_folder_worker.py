@@ -1408,7 +1408,6 @@ def _map(
     return {
         "airflow_version": version,
         "files": len(files),
-        "paths": dict(seen),
         "lines": lines,
         "declared": declared,
         "error_lines": {key: line for key, line in error_lines.items() if key in import_errors},

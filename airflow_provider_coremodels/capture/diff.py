@@ -20,11 +20,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from airflow_provider_coremodels.defaults import MAX_DAG_FILE_BYTES
 from airflow_provider_coremodels.errors import UsageError
 from airflow_provider_coremodels.io.input_files import Unreadable, read_bounded
 
-#: A DAG file read to find its imports: what the parse itself would refuse to run is not read.
-MAX_SOURCE_BYTES = 16 << 20
 #: A base folder laid out from git: what `git archive` may give.
 MAX_ARCHIVE_BYTES = 512 << 20
 _GIT_SECONDS = 120.0
@@ -187,7 +186,7 @@ def _digests(root: Path) -> dict[str, str]:
     out = {}
     for path in _files(root):
         try:
-            data = read_bounded(str(path), MAX_SOURCE_BYTES)
+            data = read_bounded(str(path), MAX_DAG_FILE_BYTES)
         except Unreadable as exc:
             data = f"unreadable: {exc}".encode()
         out[path.relative_to(root).as_posix()] = hashlib.sha256(data).hexdigest()
@@ -222,7 +221,7 @@ class _Source:
 
 def _bytes(path: Path) -> bytes:
     try:
-        return read_bounded(str(path), MAX_SOURCE_BYTES)
+        return read_bounded(str(path), MAX_DAG_FILE_BYTES)
     except Unreadable:
         return b""
 

@@ -234,10 +234,12 @@ def _configured(environ: Mapping[str, str]) -> Iterable[tuple[str, str, str]]:
         yield section, key, value
 
 
-def python_paths(python: str) -> list[str]:
+@functools.cache
+def python_paths(python: str) -> tuple[str, ...]:
     """What the interpreter needs to run: its prefixes and the directories of its ``sys.path`` (as
     ``-I`` sees it: no working directory, no user site), and where it finds this package (for
-    Airflow's provider discovery; an editable install's source), real paths."""
+    Airflow's provider discovery; an editable install's source), real paths. Asked once per
+    interpreter: a pull request's check parses two versions with the same one."""
     code = (
         "import importlib.util, json, os, sys\n"
         "spec = importlib.util.find_spec('airflow_provider_coremodels')\n"
@@ -246,7 +248,7 @@ def python_paths(python: str) -> list[str]:
         "os.path.dirname(os.path.realpath(sys.executable)), *sys.path, *package]))"
     )
     said = subprocess.run([python, "-I", "-c", code], capture_output=True, timeout=60, check=True)
-    return [p for p in json.loads(said.stdout) if p]
+    return tuple(p for p in json.loads(said.stdout) if p)
 
 
 def bwrap_command(
@@ -289,11 +291,6 @@ def bwrap_command(
             command += ["--ro-bind", wanted, wanted]
     protected = [os.path.realpath(p) for p in hidden if p]
     binds = _environment_binds(python_paths(python), protected, folder)
-    # this package, for Airflow's provider discovery (an editable install's source is otherwise
-    # left out with its checkout); its code, not the checkout's files
-    package = str(Path(__file__).resolve().parents[1])
-    if not any(_within(package, outer) for outer in binds):
-        binds.append(package)
     for path in binds:
         command += ["--ro-bind", path, path]
     command += ["--ro-bind", folder, folder]
@@ -333,7 +330,7 @@ def _within(path: str, root: str) -> bool:
 def _environment_binds(paths: Iterable[str], protected: Sequence[str], folder: str) -> list[str]:
     """The Python environment's directories to bind, outermost only. A directory that holds what
     the audit touches (an editable install's source checkout, which is the working directory) is
-    left out: the parse server imports nothing of this package, and Airflow needs none of it."""
+    left out; the package itself is among ``paths``, where the interpreter finds it."""
     chosen: list[str] = []
     for raw in sorted({os.path.realpath(p) for p in paths}, key=len):
         if not os.path.isdir(raw) or raw == "/" or _within(raw, folder) or _within(folder, raw):

@@ -346,6 +346,7 @@ def _declared_elsewhere(
 
     from airflow_provider_coremodels.capture.dag_folder_worker import declarations
     from airflow_provider_coremodels.core.comparing.change import RELATIVE_FILELOC_KEY
+    from airflow_provider_coremodels.defaults import MAX_DAG_FILE_BYTES
     from airflow_provider_coremodels.io.input_files import Unreadable, read_bounded
 
     subjects = {f.subject for f in change.opened}
@@ -367,7 +368,7 @@ def _declared_elsewhere(
         if not relative.endswith(".py") or not path.resolve().is_relative_to(folder.resolve()):
             continue
         try:
-            found.update(declarations(ast.parse(read_bounded(str(path), 16 << 20)), dag_ids))
+            found.update(declarations(ast.parse(read_bounded(str(path), MAX_DAG_FILE_BYTES)), dag_ids))
         except (Unreadable, SyntaxError, ValueError, RecursionError, MemoryError):
             continue
     return found
