@@ -5,8 +5,8 @@ Written for GitHub-flavoured markdown (GitLab renders it too): tables, a Mermaid
 characters first, as ``\\x1b`` or ``\\n``, then markdown and HTML) and made inert where a
 comment would act on it: no ``@team`` mention notifies anyone, no URL, ``www.`` name, e-mail
 address or ``#123`` becomes a link. Each such word is written as inline code, which renders no
-mention or link and copies as it is (a zero-width space inside a URI went along with a copy). The long lists are cut, so a
-large estate still fits in one comment (GitHub allows 65,536 characters).
+mention or link and copies as it is (a zero-width space inside a URI went along with a copy). The
+long lists are cut, so a large estate still fits in one comment (GitHub allows 65,536 characters).
 """
 
 from __future__ import annotations
