@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install browser sandbox demo test test-fast test-oldest lint bench-smoke clean
+.PHONY: install browser sandbox demo test test-fast test-oldest lint bench-smoke dist test-wheel clean
 
 # constraints.txt pins every package of a known-good install (as Airflow's own constraint files
 # do): pip resolves at once instead of backtracking through botocore, s3fs and fastapi releases.
@@ -98,5 +98,21 @@ bench-smoke: install
 	$(PY) benchmarks/bench_dag_folder.py --files 20 --repeat 1
 	$(PY) benchmarks/bench_premerge.py --files 50 --repeat 1
 
+# The release's files, as the release workflow makes them: the sdist, the wheel built from it, and
+# both checked as PyPI renders and accepts them (twine check --strict: the README must render).
+dist: install
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(PY) -m twine check --strict dist/*
+
+# The wheel of `make dist`, not the checkout, installed into a fresh virtualenv per Airflow line CI
+# claims (the newest 3.3.x and the oldest, 3.0, each under its constraints) and run from an empty
+# directory: the provider registers, and the example audit runs from the installed package.
+# WHEEL_PIP_CACHE keeps the downloads between runs (CI caches it).
+WHEEL_PIP_CACHE ?= $(HOME)/.cache/coremodels-test-wheel
+test-wheel: dist
+	dev/test_wheel.sh dist/*.whl 3.3.2 constraints.txt $(WHEEL_PIP_CACHE)
+	dev/test_wheel.sh dist/*.whl 3.0.6 constraints-oldest.txt $(WHEEL_PIP_CACHE)
+
 clean:
-	rm -rf $(VENV) $(VENV_OLDEST) coremodels-out .pytest_cache .ruff_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) $(VENV_OLDEST) dist coremodels-out .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -96,17 +96,103 @@ def test_authors_and_maintainers(project: dict[str, Any]) -> None:
     assert project["maintainers"] == [{"name": "CoreModels"}]
 
 
-def test_the_version_is_the_latest_changelog_entry() -> None:
+def test_the_version_is_the_latest_changelog_entry_or_the_one_under_way() -> None:
+    """``__version__`` is the newest release heading, or (between the version bump and the cut) the
+    version after it while its entries sit under ``## [Unreleased]``. A tag is refused unless the
+    heading is cut (dev/check_release.py, the release workflow's first step)."""
     changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
     releases = RELEASE_HEADING.findall(changelog)
     assert releases, "CHANGELOG.md has no release heading like '## [0.2.0] - 2026-12-01'"
-    assert releases[0][0] == __version__
+    newest = tuple(map(int, releases[0][0].split(".")[:3]))
+    ours = tuple(map(int, __version__.split(".")[:3]))
+    if ours != newest:
+        assert ours > newest, f"__version__ {__version__} is older than the newest release {releases[0][0]}"
+        assert changelog.index("## [Unreleased]") < changelog.index(f"## [{releases[0][0]}]")
     assert len({version for version, _ in releases}) == len(releases)
     dates = [date for _, date in releases if date]
     assert dates == sorted(dates, reverse=True)
     # every release heading has its link reference at the end
     for version, _ in releases:
         assert re.search(rf"^\[{re.escape(version)}\]: {re.escape(REPOSITORY)}/", changelog, re.M), version
+
+
+def check_release(root: Path, tag: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(REPO / "dev" / "check_release.py"), tag, "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def release_tree(root: Path, version: str, changelog: str) -> Path:
+    (root / "airflow_provider_coremodels").mkdir(parents=True)
+    (root / "airflow_provider_coremodels" / "__init__.py").write_text(f'__version__ = "{version}"\n')
+    (root / "CHANGELOG.md").write_text(changelog)
+    return root
+
+
+CUT = f"""# Changelog
+
+## [Unreleased]
+
+## [0.3.0] - 2026-12-06
+
+- A release.
+
+## [0.2.0] - 2026-12-01
+
+[0.3.0]: {REPOSITORY}/compare/v0.2.0...v0.3.0
+[0.2.0]: {REPOSITORY}/releases/tag/v0.2.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "changelog", "tag", "said"),
+    [
+        ("0.3.0", CUT, "refs/tags/v0.3.0", []),
+        ("0.3.0", CUT, "v0.3.0", []),
+        ("0.3.0", CUT, "v0.3.1", ["the tag v0.3.1 is not v + the package's version (0.3.0)"]),
+        ("0.3.0", CUT, "0.3.0", ["the tag 0.3.0 is not v + the package's version (0.3.0)"]),
+        (
+            "0.3.0",
+            CUT.replace("## [0.3.0] - 2026-12-06", "- A release under way."),
+            "v0.3.0",
+            ["CHANGELOG.md's newest release heading is 0.2.0, not '## [0.3.0] - <date>'"],
+        ),
+        (
+            "0.3.0",
+            CUT.replace("## [Unreleased]\n", ""),
+            "v0.3.0",
+            ["CHANGELOG.md has no '## [Unreleased]' heading above the release"],
+        ),
+        (
+            "0.3.0",
+            CUT.replace("[0.3.0]: ", "[0.3]: "),
+            "v0.3.0",
+            [f"CHANGELOG.md has no link reference '[0.3.0]: {REPOSITORY}/...'"],
+        ),
+    ],
+)
+def test_a_tag_is_released_only_when_the_checkout_describes_it(
+    tmp_path: Path, version: str, changelog: str, tag: str, said: list[str]
+) -> None:
+    done = check_release(release_tree(tmp_path, version, changelog), tag)
+    assert done.stderr.splitlines() == [f"check_release: {line}" for line in said]
+    assert done.returncode == (1 if said else 0)
+
+
+def test_this_checkout_is_released_by_its_own_tag_only_once_cut() -> None:
+    """The checkout as it stands: its tag passes once CHANGELOG.md has the heading; before the
+    cut, the check names what is missing (and nothing else)."""
+    done = check_release(REPO, f"v{__version__}")
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    if RELEASE_HEADING.findall(changelog)[0][0] == __version__:
+        assert (done.returncode, done.stderr) == (0, "")
+    else:
+        assert done.returncode == 1
+        assert "newest release heading is" in done.stderr
+        assert f"not '## [{__version__}] - <date>'" in done.stderr
 
 
 def test_the_sdist_ships_no_tests_and_the_files_users_read() -> None:
@@ -149,6 +235,19 @@ def test_the_sdist_holds_the_package_and_no_tests(built: dict[str, Path]) -> Non
     } <= names
     assert "airflow_provider_coremodels/example_estate/dags.json" in names
     assert not [name for name in names if name.startswith(("tests/", "dev/", "benchmarks/"))]
+
+
+def test_the_release_files_pass_twine_check_strict(built: dict[str, Path]) -> None:
+    """What ``make dist`` and the release workflow check before anything is published: the
+    metadata PyPI requires, and a README that renders."""
+    done = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(built["sdist"]), str(built["wheel"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASSED") == 2
 
 
 def test_the_wheel_carries_the_package_data(built: dict[str, Path]) -> None:

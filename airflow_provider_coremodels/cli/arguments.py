@@ -876,7 +876,9 @@ COMMANDS: tuple[CommandSpec, ...] = (
         description=(
             "Audit an estate as audit does (artifact files, a stored snapshot or --example) with a "
             "rules file naming teams, and print each team (in the file's order) with its DAGs, its open "
-            "findings by severity and its waived ones, then the DAGs no team owns."
+            "findings by severity and its waived ones, then the DAGs no team owns. A stored snapshot "
+            "given alone (no --baseline, --waivers or --now) keeps the findings its export stored, "
+            "drift and waivers included, so the counts are those history --team gives."
         ),
         func="airflow_provider_coremodels.cli.commands:teams",
         args=(

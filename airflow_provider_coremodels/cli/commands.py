@@ -300,9 +300,49 @@ def teams(args: argparse.Namespace) -> int:
     policy = read_rules(args.rules)
     if policy.teams is None:
         raise UsageError(f"teams: rules file {args.rules} names no teams (it has no teams: part)")
-    report = team_report(_audited_document(args, "teams"), policy.teams)
+    if args.snapshot and not (args.baseline or args.waivers or getattr(args, "now", None)):
+        document = _stored_findings(args.snapshot, policy.teams)
+    else:
+        document = _audited_document(args, "teams")
+    report = team_report(document, policy.teams)
     emit(render_json(report) if args.format == "json" else render_team_report(report))
     return EXIT_OK
+
+
+def _stored_findings(path: str, teams: Any) -> dict[str, Any]:
+    """``teams --snapshot S`` alone: the stored document's findings as its audit made them (against
+    its baseline, with its waivers, at its capture time), which ``history`` counts too, so the two
+    say one count. Re-audited, a stored document loses the drift its baseline found and its waivers.
+    Each finding keeps its stored teams when the rules file's teams are those it was audited with;
+    otherwise its teams are worked out again from the stored estate."""
+    from airflow_provider_coremodels.core.checks.teams import TeamIndex, teams_from_json
+    from airflow_provider_coremodels.core.snapshots.document import decode_stored, load_document
+    from airflow_provider_coremodels.errors import SnapshotDocumentError
+    from airflow_provider_coremodels.io.input_files import read_stored
+
+    data = read_stored(path)
+    try:
+        document = decode_stored(data)
+        policy = document.get("policy")
+        stored_teams = teams_from_json(policy.get("teams")) if isinstance(policy, dict) else None
+        if stored_teams is not None and stored_teams.json() == teams.json():
+            return document
+        estate = load_document(data).estate
+    except SnapshotDocumentError as exc:
+        raise exc.with_source(path) from None
+    if estate is None:
+        raise SnapshotDocumentError(
+            "was stored without datasets and lineage (it exceeded the snapshot cap), and audited with "
+            "other teams: give the rules it was audited with, or audit the artifacts",
+            path,
+        )
+    index = TeamIndex(teams, estate)
+    findings = [
+        {**f, "team": list(index.of(str(f.get("code")), str(f.get("subject")), f.get("detail")))}
+        for f in document.get("findings") or ()
+        if isinstance(f, dict)
+    ]
+    return {**document, "findings": findings}
 
 
 def capture(args: argparse.Namespace) -> int:

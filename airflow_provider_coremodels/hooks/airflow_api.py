@@ -9,12 +9,16 @@ path), ``concurrency``, ``pacing`` (``adaptive`` or ``fixed``), ``timeout`` (rea
 A connection of the managed types (``airflow_api_mwaa``: Amazon MWAA through InvokeRestApi,
 ``hooks/mwaa.py``; ``airflow_api_composer``: Google Cloud Composer with a Google access token,
 ``hooks/composer.py``) works wherever an ``airflow_api`` one does: the hook reads the
-connection's type and builds that source.
+connection's type and lets the hook class of that type build the source. This module names no
+such class: each subclass joins ``AirflowApiHook.by_conn_type`` as it is defined, and a type
+not yet joined is imported from provider info's ``connection-types``, which registers every
+connection type with its hook class for Airflow anyway.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import Any, ClassVar
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import AirflowApiClient, ApiSource, RetryPolicy, open_client
@@ -29,13 +33,7 @@ from airflow_provider_coremodels.hooks.connection_fields import (
     mask,
     tls_verify,
 )
-from airflow_provider_coremodels.hooks.forms import (
-    AIRFLOW_API,
-    AIRFLOW_API_COMPOSER,
-    AIRFLOW_API_MWAA,
-    FORMS,
-    ui_field_behaviour,
-)
+from airflow_provider_coremodels.hooks.forms import AIRFLOW_API, FORMS, ui_field_behaviour
 
 
 class AirflowApiHook(BaseHook):
@@ -45,6 +43,42 @@ class AirflowApiHook(BaseHook):
     default_conn_name = "airflow_api_default"
     conn_type = AIRFLOW_API
     hook_name = FORMS[AIRFLOW_API]["hook-name"]
+
+    #: The hook class of each capture connection type: this class, and each subclass that declares
+    #: a ``conn_type`` of its own, as it is defined (``__init_subclass__``).
+    by_conn_type: ClassVar[dict[str, type[AirflowApiHook]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "conn_type" in cls.__dict__:  # a subclass of a subclass that keeps its type joins nothing
+            AirflowApiHook.by_conn_type[cls.conn_type] = cls
+
+    @classmethod
+    def for_conn_type(cls, conn_type: str | None) -> type[AirflowApiHook]:
+        """The hook class that reads connections of ``conn_type``: one already defined, else the one
+        provider info registers for it, imported now. A type no capture hook claims is read as an
+        ``airflow_api`` connection, as it always was."""
+        if conn_type and conn_type not in cls.by_conn_type:
+            _import_registered_hook(conn_type)
+        return cls.by_conn_type.get(conn_type or AIRFLOW_API, AirflowApiHook)
+
+    @classmethod
+    def source_from(cls, conn: Any, conn_id: str) -> ApiSource:
+        """The source of an ``airflow_api`` connection: its host, and a login and password or a token."""
+        extra = conn.extra_dejson
+        token = extra_str(extra, "token", conn_id) or (None if conn.login else conn.password)
+        mask(conn.password, token)
+        try:
+            return ApiSource(
+                base_url=base_url(conn.host, conn.schema, conn.port),
+                username=conn.login or None,
+                password=conn.password if conn.login else None,
+                token=token,
+                verify=tls_verify(extra, conn_id),
+                **capture_settings(extra, conn_id),
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConnectionConfigError(f"connection {conn_id!r} is not usable: {exc}") from None
 
     def __init__(self, airflow_api_conn_id: str = default_conn_name, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -58,30 +92,7 @@ class AirflowApiHook(BaseHook):
     def get_source(self) -> ApiSource:
         """The API's location and credentials, read from the connection; secrets registered for masking."""
         conn = get_connection(self, self.airflow_api_conn_id)
-        if conn.conn_type == AIRFLOW_API_MWAA:
-            from airflow_provider_coremodels.hooks.mwaa import mwaa_source
-
-            return mwaa_source(conn, self.airflow_api_conn_id)
-        if conn.conn_type == AIRFLOW_API_COMPOSER:
-            from airflow_provider_coremodels.hooks.composer import composer_source
-
-            return composer_source(conn, self.airflow_api_conn_id)
-        extra = conn.extra_dejson
-        token = extra_str(extra, "token", self.airflow_api_conn_id) or (None if conn.login else conn.password)
-        mask(conn.password, token)
-        try:
-            return ApiSource(
-                base_url=base_url(conn.host, conn.schema, conn.port),
-                username=conn.login or None,
-                password=conn.password if conn.login else None,
-                token=token,
-                verify=tls_verify(extra, self.airflow_api_conn_id),
-                **capture_settings(extra, self.airflow_api_conn_id),
-            )
-        except (TypeError, ValueError) as exc:
-            raise ConnectionConfigError(
-                f"connection {self.airflow_api_conn_id!r} is not usable: {exc}"
-            ) from None
+        return self.for_conn_type(conn.conn_type).source_from(conn, self.airflow_api_conn_id)
 
     def get_conn(self, retry: RetryPolicy | None = None) -> AirflowApiClient:
         return open_client(self.get_source(), retry=retry)
@@ -99,6 +110,20 @@ class AirflowApiHook(BaseHook):
             True,
             f"Connected to Airflow {info.airflow_version or '?'} (API {info.api_version}): {total} DAGs",
         )
+
+
+AirflowApiHook.by_conn_type[AIRFLOW_API] = AirflowApiHook
+
+
+def _import_registered_hook(conn_type: str) -> None:
+    """Import the hook class provider info names for ``conn_type`` (its module joins it to
+    ``by_conn_type`` if it is a capture hook); nothing for a type provider info does not list."""
+    from airflow_provider_coremodels.get_provider_info import get_provider_info
+
+    for entry in get_provider_info()["connection-types"]:
+        if entry["connection-type"] == conn_type:
+            module, _, _ = entry["hook-class-name"].rpartition(".")
+            importlib.import_module(module)
 
 
 def capture_settings(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:

@@ -35,6 +35,10 @@ class ComposerApiHook(AirflowApiHook):
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
         return ui_field_behaviour(AIRFLOW_API_COMPOSER)
 
+    @classmethod
+    def source_from(cls, conn: Any, conn_id: str) -> ApiSource:
+        return composer_source(conn, conn_id)
+
 
 def composer_source(conn: Any, conn_id: str) -> ApiSource:
     """The source of an ``airflow_api_composer`` connection: its web server, with Google credentials."""

@@ -33,6 +33,10 @@ class MwaaApiHook(AirflowApiHook):
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
         return ui_field_behaviour(AIRFLOW_API_MWAA)
 
+    @classmethod
+    def source_from(cls, conn: Any, conn_id: str) -> ApiSource:
+        return mwaa_source(conn, conn_id)
+
 
 def mwaa_source(conn: Any, conn_id: str) -> ApiSource:
     """The source of an ``airflow_api_mwaa`` connection: its environment, reached with a boto3 session."""

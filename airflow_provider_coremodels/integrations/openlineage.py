@@ -61,7 +61,7 @@ from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
 log = scrubbed_logger(__name__)
 
 #: Who made the events (``producer`` and every facet's ``_producer``): this provider, at its version.
-PRODUCER = f"https://github.com/coremodels/airflow-provider-coremodels/tree/{__version__}"
+PRODUCER = f"https://github.com/coremodels/airflow-provider-coremodels/tree/v{__version__}"
 #: The event kinds: RunEvent (the default: every consumer takes it) or the static JobEvent.
 EVENT_KINDS = ("run", "job")
 DEFAULT_EVENTS = "run"

@@ -59,7 +59,7 @@ def metrics(result: ExportResult, deployment: str) -> list[tuple[str, str, float
             ("gauge", "findings.open", changes.by_severity.get(severity, 0), {**base, "severity": severity})
         )
     by_code: dict[tuple[str, str], int] = {}
-    for finding in changes.resolved:  # closed codes are set back to 0
+    for finding in (*changes.resolved, *changes.waived):  # closed codes are set back to 0
         by_code.setdefault((str(finding["severity"]), str(finding["code"])), 0)
     for finding in changes.open:
         key = (str(finding["severity"]), str(finding["code"]))
@@ -68,6 +68,7 @@ def metrics(result: ExportResult, deployment: str) -> list[tuple[str, str, float
         out.append(("gauge", "findings.open_by_code", count, {**base, "severity": severity, "code": code}))
     out.append(("gauge", "findings.new", len(changes.new), base))
     out.append(("gauge", "findings.resolved", len(changes.resolved), base))
+    out.append(("gauge", "findings.waived", len(changes.waived), base))
     out.extend(team_metrics(result, base, severities))
     capture = result.capture
     out.append(("timing", "capture.duration", capture.seconds * 1000.0, base))
@@ -162,6 +163,7 @@ def alert_context(result: ExportResult, page_url: str | None, team: str | None =
         "fingerprint": document["fingerprint"],
         "new_findings": [dict(f) for f in changes.new],
         "resolved_findings": [dict(f) for f in changes.resolved],
+        "waived_findings": [dict(f) for f in changes.waived],
         "first_export": changes.first,
         "open": dict(changes.by_severity),
         "text": f"Team {team}: {text}" if team not in (None, EVERY_TEAM) else text,
@@ -246,11 +248,14 @@ class Notified:
     failed: tuple[str, ...] = ()
     abandoned: tuple[str, ...] = ()
 
-    def line(self, deadline: float) -> str:
-        """``notifiers: 3 called (deadline 10 s each): 1 sent, 1 failed, 1 abandoned``."""
+    def line(self, deadline: float, team: str | None = None) -> str:
+        """``notifiers: 3 called (deadline 10 s each): 1 sent, 1 failed, 1 abandoned``; routed by
+        team, ``notifiers of team orders: ...`` (``of every team``, ``of the unowned findings``)."""
         called = len(self.sent) + len(self.failed) + len(self.abandoned)
+        whose = {None: "", EVERY_TEAM: " of every team", UNOWNED: " of the unowned findings"}
         return (
-            f"notifiers: {called} called (deadline {seconds(deadline)} s each): {len(self.sent)} sent, "
+            f"notifiers{whose.get(team, f' of team {team}')}: {called} called "
+            f"(deadline {seconds(deadline)} s each): {len(self.sent)} sent, "
             f"{len(self.failed)} failed, {len(self.abandoned)} abandoned"
         )
 
@@ -348,7 +353,7 @@ def notify(
         else:
             outcomes["sent"].append(name)
     notified = Notified(**{key: tuple(names) for key, names in outcomes.items()})
-    logger.info("%s", notified.line(deadline))
+    logger.info("%s", notified.line(deadline, team))
     return notified
 
 
@@ -407,6 +412,7 @@ def for_team(result: ExportResult, team: str) -> ExportResult:
         open=mine,
         new=tuple(of_team(changes.new, team)),
         resolved=tuple(of_team(changes.resolved, team)),
+        waived=tuple(of_team(changes.waived, team)),
         by_severity=dict(sorted(counts.items())),
     )
     return dataclasses.replace(result, changes=told)

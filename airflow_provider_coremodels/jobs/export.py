@@ -84,6 +84,7 @@ class ExportResult:
             "findings": open_by_severity(self.document),
             "newFindings": len(self.changes.new),
             "resolvedFindings": len(self.changes.resolved),
+            "waivedFindings": len(self.changes.waived),
             "lineageEdgesSkipped": self.document["lineageEdgesSkipped"],
             "snapshotStored": self.document["snapshotStored"],
             "unchanged": self.unchanged,

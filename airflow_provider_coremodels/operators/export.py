@@ -326,7 +326,8 @@ def changes_line(result: ExportResult) -> str:
     changes = result.changes
     if changes.first:
         return f"findings since the last export: no previous snapshot ({len(changes.new)} open, all new)"
-    return f"findings since the last export: {len(changes.new)} new, {len(changes.resolved)} resolved"
+    line = f"findings since the last export: {len(changes.new)} new, {len(changes.resolved)} resolved"
+    return f"{line}, {len(changes.waived)} waived" if changes.waived else line
 
 
 def fail_on_sinks(log: Any, failed: Sequence[SinkResult]) -> None:

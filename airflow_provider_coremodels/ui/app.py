@@ -2,8 +2,12 @@
 
 Every request is authenticated by Airflow's own dependency, which reads the UI's ``_token``
 cookie or an ``Authorization: Bearer`` header, and must be allowed to read all DAGs and
-assets: the snapshot describes the whole estate. The plugin (``ui/plugin.py``) imports this
-module on the first request only.
+assets: the snapshot describes the whole estate. Where the snapshot is stored (the sink's path or
+bucket, ``[coremodels] ui_snapshot_dir``) is shown only to a user Airflow's own Configuration page
+would show it to: ``[api] expose_config`` on, and the auth manager allowing the user to read the
+configuration. To everyone else (by default, everyone) the page, its notes and its problems name
+the option instead: a viewer needs the estate, not where it is kept. The plugin (``ui/plugin.py``)
+imports this module on the first request only.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from airflow_provider_coremodels.ui.source import (
     read_snapshot,
     read_store,
     read_trend,
+    shown,
 )
 
 log = logging.getLogger(__name__)
@@ -74,6 +79,32 @@ def _require_estate_reader(user: Any) -> None:
             status.HTTP_403_FORBIDDEN,
             "The CoreModels snapshot describes every DAG and asset; your Airflow role may not read them all.",
         )
+
+
+def _may_configure(user: Any) -> bool:
+    """Whether ``user`` may read the snapshot's location in Airflow's own configuration view: the
+    API exposes the configuration (``[api] expose_config``: ``True``, or ``non-sensitive-only``,
+    which shows this option), and the auth manager lets the user read it."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    exposed = (conf.get("api", "expose_config", fallback="False") or "").strip().lower()
+    if exposed not in ("true", "non-sensitive-only"):
+        return False
+    return bool(get_auth_manager().is_authorized_configuration(method="GET", user=user))
+
+
+def _location_hidden(text: str) -> str:
+    """``text`` with the configured location (however it is written: as set, redacted, as the page
+    names a path) replaced by the option's name: for a user who may not read the configuration."""
+    location = (conf.get(CONFIG_SECTION, CONFIG_OPTION, fallback="") or "").strip()
+    if not location:
+        return text
+    spelled = {location, redact_url(location), shown(location), location.rstrip("/")}
+    if urlsplit(location).scheme.lower() == "file":
+        spelled.add(urlsplit(location).path)
+    for form in sorted((s for s in spelled if s), key=len, reverse=True):
+        text = text.replace(form, f"[{CONFIG_SECTION}] {CONFIG_OPTION}")
+    return text
 
 
 def _snapshot(fingerprint: str | None = None) -> Snapshot | Problem:
@@ -163,13 +194,16 @@ def snapshot_page(
     snapshot (or of the stored one with ``fingerprint``: an export task's link)."""
     _require_estate_reader(user)
     found = _snapshot(fingerprint)
+    hide = (lambda text: text) if _may_configure(user) else _location_hidden
     if isinstance(found, Problem):
-        return HTMLResponse(render_problem_page(found.title, found.detail, found.fix), found.status)
+        return HTMLResponse(
+            render_problem_page(hide(found.title), hide(found.detail), hide(found.fix)), found.status
+        )
     try:
         html = render_snapshot_page(
             found.document,
-            source=found.shown,
-            note=found.note,
+            source=found.shown if _may_configure(user) else None,
+            note=hide(found.note) if found.note else None,
             around=around,
             depth=depth,
             trend=read_trend(found),
@@ -180,7 +214,7 @@ def snapshot_page(
         log.exception("CoreModels page: rendering %s failed", found.shown)
         problem = render_problem_page(
             "The snapshot could not be shown",
-            f"Rendering {found.shown} failed unexpectedly.",
+            hide(f"Rendering {found.shown} failed unexpectedly."),
             "The Airflow API server's log has the details.",
         )
         return HTMLResponse(problem, status.HTTP_500_INTERNAL_SERVER_ERROR)
@@ -196,7 +230,10 @@ def snapshot_json(
     found = _snapshot(fingerprint)
     if isinstance(found, Problem):
         status_code = status.HTTP_404_NOT_FOUND if found.status == 200 else found.status
-        return JSONResponse({"detail": f"{found.title}: {found.detail} {found.fix}"}, status_code)
+        detail = f"{found.title}: {found.detail} {found.fix}"
+        if not _may_configure(user):
+            detail = _location_hidden(detail)
+        return JSONResponse({"detail": detail}, status_code)
     return Response(found.raw, media_type="application/json")
 
 

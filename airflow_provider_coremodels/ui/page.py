@@ -78,7 +78,7 @@ class History:
 def render_snapshot_page(
     document: Mapping[str, Any],
     *,
-    source: str,
+    source: str | None,
     note: str | None = None,
     around: str | None = None,
     depth: str | None = None,
@@ -86,7 +86,8 @@ def render_snapshot_page(
     team: str | None = None,
     fingerprint: str | None = None,
 ) -> str:
-    """The page for one snapshot document; ``around``/``depth`` are the raw query parameters;
+    """The page for one snapshot document; ``source`` where it was read from (None: not shown to
+    this user); ``around``/``depth`` are the raw query parameters;
     ``trend`` the open findings over the sink's history (None: a document named by itself);
     ``team`` the team whose findings and trend are shown (None: every team's), ``fingerprint``
     the query's, kept when the team is changed."""

@@ -390,6 +390,7 @@ def _point(entry: Entry, marked: str | None) -> TrendPoint:
         over_the_cap=entry.over_the_cap,
         problem=entry.problem,
         by_team=summary.by_team if summary else (),
+        waived_by_team=summary.waived_by_team if summary else (),
     )
 
 

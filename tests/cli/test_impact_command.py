@@ -23,10 +23,10 @@ from airflow_provider_coremodels.sinks import FileSink
 TABLE = """\
 downstream of DAG load_orders (paused): 2 assets, 1 DAG (1 active, 0 paused), 0 external; at most 3 edges away
 
-DISTANCE  KIND   IDENTITY                   STATE   REACHED FROM              INDEPENDENT ACTIVE PRODUCERS  OPEN FINDINGS
-1         asset  s3://lake/orders.parquet           load_orders               none                          paused-producer
-2         dag    daily_revenue              active  s3://lake/orders.parquet
-3         asset  s3://lake/revenue.parquet          daily_revenue             none
+DISTANCE  KIND   IDENTITY                   STATE   OWNERS   REACHED FROM              INDEPENDENT ACTIVE PRODUCERS  OPEN FINDINGS
+1         asset  s3://lake/orders.parquet                    load_orders               none                          paused-producer
+2         dag    daily_revenue              active  finance  s3://lake/orders.parquet
+3         asset  s3://lake/revenue.parquet                   daily_revenue             none
 """  # noqa: E501 (the table as a terminal shows it)
 
 
@@ -52,6 +52,36 @@ def test_the_table_lists_everything_downstream_nearest_first(capsys: pytest.Capt
     assert run(capsys, "load_orders", "--example") == (0, TABLE, "")
 
 
+def test_each_dag_names_its_owners_and_team_in_every_view(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 45: who to tell. The team column appears where the rules name teams; a DAG no team
+    owns is ``unowned``; an asset has neither."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("teams:\n  orders: {owners: [data-eng]}\n  reporting: {owners: [crm-team]}\n")
+    code, out, err = run(capsys, "load_orders", "--example", "--rules", str(rules), "--format", "json")
+    assert (code, err) == (0, "")
+    answer = json.loads(out)
+    assert (answer["start"]["owners"], answer["start"]["team"]) == (["data-eng", "orders-oncall"], "orders")
+    whose = {i["identity"]: (i.get("owners"), i.get("team")) for i in answer["affected"]["items"]}
+    assert whose == {
+        "s3://lake/orders.parquet": (None, None),
+        "daily_revenue": (["finance"], "unowned"),
+        "s3://lake/revenue.parquet": (None, None),
+    }
+    code, out, _ = run(capsys, "load_orders", "--example", "--rules", str(rules))
+    assert out.splitlines()[2].split() == [
+        "DISTANCE", "KIND", "IDENTITY", "STATE", "OWNERS", "TEAM", "REACHED", "FROM",
+        "INDEPENDENT", "ACTIVE", "PRODUCERS", "OPEN", "FINDINGS",
+    ]  # fmt: skip
+    assert out.splitlines()[4].split()[:6] == ["2", "dag", "daily_revenue", "active", "finance", "unowned"]
+    code, out, _ = run(capsys, "load_orders", "--example", "--rules", str(rules), "--format", "markdown")
+    assert "| Distance | Kind | Identity | State | Owners | Team | Reached from |" in out
+    assert "| 2 | dag | `daily_revenue` | active | `finance` | unowned | `s3://lake/orders.parquet` |" in out
+    code, out, _ = run(capsys, "load_orders", "--example", "--format", "json")  # no teams: null
+    assert json.loads(out)["affected"]["items"][1]["team"] is None
+
+
 def test_upstream_as_markdown_says_what_a_dag_depends_on(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "daily_revenue", "--example", "--upstream", "--format", "markdown")
     assert (code, err) == (0, "")
@@ -61,11 +91,11 @@ def test_upstream_as_markdown_says_what_a_dag_depends_on(capsys: pytest.CaptureF
         "upstream of DAG daily\\_revenue (active): 2 assets, 1 DAG (0 active, 1 paused), 0 external; "
         "at most 2 edges away",
         "",
-        "| Distance | Kind | Identity | State | Reached from | Open findings |",
-        "|---|---|---|---|---|---|",
-        "| 1 | asset | `s3://lake/orders.parquet` |  | `daily_revenue` | `paused-producer` |",
-        "| 1 | asset | `s3://vendor/fx_rates.csv` |  | `daily_revenue` | `asset-unproduced` |",
-        "| 2 | dag | `load_orders` | paused | `s3://lake/orders.parquet` |  |",
+        "| Distance | Kind | Identity | State | Owners | Reached from | Open findings |",
+        "|---|---|---|---|---|---|---|",
+        "| 1 | asset | `s3://lake/orders.parquet` |  |  | `daily_revenue` | `paused-producer` |",
+        "| 1 | asset | `s3://vendor/fx_rates.csv` |  |  | `daily_revenue` | `asset-unproduced` |",
+        "| 2 | dag | `load_orders` | paused | `data-eng, orders-oncall` | `s3://lake/orders.parquet` |  |",
     ]
 
 

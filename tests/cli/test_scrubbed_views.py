@@ -41,7 +41,7 @@ def readable(out: str, fmt: str) -> str:
     if fmt in ("json", "sarif"):
         return out.replace('\\"', '"').replace("\\\\", "\\")
     if fmt == "markdown":
-        return out.replace("&#8203;", "").replace("\\_", "_").replace("\\*", "*").replace("\\|", "|")
+        return out.replace("`", "").replace("\\_", "_").replace("\\*", "*").replace("\\|", "|")
     return out
 
 

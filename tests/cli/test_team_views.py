@@ -566,3 +566,89 @@ def test_history_team_drift_skips_an_entry_it_cannot_read(capsys: Any, tmp_path:
     assert damaged["problem"] and damaged["drift"] is None and oldest["drift"] is None
     assert newest["drift"]["since"] == oldest["name"]
     assert (newest["drift"]["dagsAdded"], newest["drift"]["dagsChanged"]) == (["ingest_new"], ["raw_loader"])
+
+
+# -- one count: history --team and teams say the same (issue 45) -----------------------------
+
+
+@pytest.fixture
+def waived_drift_sink(capsys: Any, tmp_path: Path, rules: Path) -> Path:
+    """A sink whose latest export was audited against a baseline (customer_report, crm's, is gone:
+    dataset-removed) with a waiver (legacy_cleanup's dag-no-owner, unowned): what a re-audit of the
+    stored document without them would not see."""
+    example = REPO / "airflow_provider_coremodels" / "example_estate"
+    _, before, _ = audit_json(capsys, rules)
+    before["state"]["capturedAt"] = "2026-11-20T06:00:00Z"
+    baseline = tmp_path / "before.json"
+    baseline.write_text(json.dumps(before))
+    dags = json.loads((example / "dags.json").read_text())
+    dags["dags"] = [d for d in dags["dags"] if d["dag_id"] != "customer_report"]
+    dags["total_entries"] = len(dags["dags"])
+    (tmp_path / "dags.json").write_text(json.dumps(dags))
+    waivers = tmp_path / "waivers.yaml"
+    waivers.write_text("- {code: dag-no-owner, subject: legacy_cleanup, reason: retired}\n")
+    code, out, err = run(
+        capsys, "audit", "--dags", str(tmp_path / "dags.json"), "--tasks", str(example / "tasks.json"),
+        "--datasets", str(example / "datasets.json"), "--baseline", str(baseline), "--waivers", str(waivers),
+        "--rules", str(rules), "--format", "json",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    after = json.loads(out)
+    after["state"]["capturedAt"] = "2026-11-21T06:00:00Z"
+    root = tmp_path / "sink"
+    FileSink(root).push(before)
+    FileSink(root).push(after)
+    return root
+
+
+def test_history_team_counts_that_teams_own_waived_findings(capsys: Any, waived_drift_sink: Path) -> None:
+    """The estate-wide waived count was shown for every team."""
+    waived = {}
+    for team in ("orders", "finance", "crm", "unowned"):
+        code, out, err = run(
+            capsys, "history", "--sink", str(waived_drift_sink), "--format", "json", "--team", team
+        )
+        assert (code, err) == (0, "")
+        waived[team] = [entry["waived"] for entry in json.loads(out)["entries"]]  # newest first
+    assert waived == {"orders": [0, 0], "finance": [0, 0], "crm": [0, 0], "unowned": [1, 0]}
+    code, out, _ = run(capsys, "history", "--sink", str(waived_drift_sink), "--team", "orders")
+    assert code == 0 and "waived" in out.lower()
+
+
+def test_teams_and_history_team_say_one_count_without_a_baseline(
+    capsys: Any, waived_drift_sink: Path, rules: Path
+) -> None:
+    """``teams --snapshot SINK`` reports the stored findings (its drift, its waivers), as
+    ``history --team`` counts them: it re-audited them, losing both, unless --baseline was given."""
+    code, out, err = run(
+        capsys, "teams", "--snapshot", str(waived_drift_sink), "--rules", str(rules), "--format", "json"
+    )
+    assert (code, err) == (0, "")
+    report = {team["name"]: team for team in json.loads(out)["teams"]}
+    assert report["crm"]["open"] == {"Warning": 1}  # dataset-removed customer_report
+    assert report["unowned"]["waived"] == 1 and report["unowned"]["open"] == {"Info": 1}
+    for team, said in report.items():
+        code, out, _ = run(
+            capsys, "history", "--sink", str(waived_drift_sink), "--format", "json", "--team", team
+        )
+        newest = json.loads(out)["entries"][0]
+        assert (said["open"], said["waived"]) == (newest["open"], newest["waived"]), team
+
+
+def test_teams_with_other_teams_works_each_stored_findings_team_out_again(
+    capsys: Any, waived_drift_sink: Path, tmp_path: Path
+) -> None:
+    """Rules naming other teams than the export's: the stored findings, each given the teams the
+    new rules make of its subject (load_orders moved from orders to crm)."""
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(TEAMS.replace("orders: {owners: [data-eng]}", "orders: {owners: [nobody]}").replace(
+        "crm: {owners: [crm-team]}", "crm: {owners: [crm-team, data-eng]}"
+    ))  # fmt: skip
+    code, out, err = run(
+        capsys, "teams", "--snapshot", str(waived_drift_sink), "--rules", str(moved), "--format", "json"
+    )
+    assert (code, err) == (0, "")
+    report = {team["name"]: team for team in json.loads(out)["teams"]}
+    assert report["orders"]["open"] == {}
+    assert report["crm"]["open"] == {"Warning": 1}  # paused-producer; customer_report is gone from the estate
+    assert report["unowned"]["waived"] == 1

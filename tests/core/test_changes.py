@@ -29,7 +29,7 @@ def test_without_a_previous_snapshot_every_open_finding_is_new() -> None:
     now = [finding("dag-no-owner", "a"), finding("dag-no-owner", "b", waived={"reason": "r"})]
     changes = finding_changes(now, None)
     assert changes.first and keys(changes.new) == [("dag-no-owner", "a")] and changes.resolved == ()
-    assert changes.summary() == {"new": 1, "resolved": 0}
+    assert changes.summary() == {"new": 1, "resolved": 0, "waived": 0}
 
 
 def test_new_and_resolved_are_known_by_code_and_subject_not_by_wording() -> None:
@@ -54,7 +54,9 @@ def test_a_waived_finding_is_neither_open_nor_new_and_its_waiver_ending_makes_it
     before = [finding("dag-no-owner", "a", waived={"reason": "r"})]
     now = [finding("dag-no-owner", "a")]
     assert keys(finding_changes(now, before).new) == [("dag-no-owner", "a")]
-    assert keys(finding_changes(before, now).resolved) == [("dag-no-owner", "a")]
+    # open, then waived: not resolved (issue 45), but waived
+    waived_since = finding_changes(before, now)
+    assert waived_since.resolved == () and keys(waived_since.waived) == [("dag-no-owner", "a")]
 
 
 def test_each_key_counts_once_in_the_order_given() -> None:
@@ -105,3 +107,25 @@ def test_a_digest_at_a_minimum_severity_lists_those_at_or_above_it_and_counts_th
     ]
     assert finding_changes(now, before).at_least("Info").new == finding_changes(now, before).new
     assert finding_changes(now, before).at_least("Info").held_back == 0
+
+
+def test_a_finding_waived_since_is_announced_as_waived_not_resolved() -> None:
+    """Open before, still there now but waived: nothing was fixed, so it is not among the resolved
+    (it was); one gone altogether is."""
+    before = [finding("dag-no-owner", subject, "Warning") for subject in ("a", "b", "c")]
+    now = [
+        finding("dag-no-owner", "a", "Warning", waived={"reason": "owned by ops", "expires": None}),
+        finding("dag-no-owner", "c", "Warning"),
+    ]
+    changes = finding_changes(now, before)
+    assert keys(changes.resolved) == [("dag-no-owner", "b")]
+    assert keys(changes.waived) == [("dag-no-owner", "a")]
+    assert changes.waived[0]["waived"] == {"reason": "owned by ops", "expires": None}  # as it is now
+    assert keys(changes.new) == [] and keys(changes.open) == [("dag-no-owner", "c")]
+    assert changes.summary() == {"new": 0, "resolved": 1, "waived": 1}
+    text = changes.text("prod")
+    assert "1 resolved since the last export:\n- Warning dag-no-owner b: " in text
+    assert "1 waived since the last export (still there, not resolved):\n- Warning dag-no-owner a: " in text
+    assert "dag-no-owner a" not in text.split("1 waived since")[0]
+    # a digest at a higher severity leaves out the waived ones below it, as it does the resolved
+    assert changes.at_least("Error").waived == () and changes.at_least("Info").waived == changes.waived

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import re
 
+import pytest
 from support.helpers import document_for, recorded_document, recorded_estate
 
 from airflow_provider_coremodels.core import audit, build_document, load_document
@@ -128,20 +129,39 @@ def test_the_asset_estate_report_draws_refs_aliases_and_inlets_dashed() -> None:
 def test_mentions_autolinks_and_references_from_the_estate_are_inert() -> None:
     """Before: a consumer named ``@org/security-team ...`` (the server chooses the names) in the
     Detail column notified that team from every pull request, and ``https://evil.example``,
-    ``www.evil.example`` and an e-mail address became links. Now a zero-width space (``&#8203;``)
-    breaks each, in every cell and line of the report."""
+    ``www.evil.example`` and an e-mail address became links. Then a zero-width space broke each,
+    and went along when a reader copied the URI (issue 45). Now each such word is inline code, in
+    every cell and line of the report: inert, and it copies as it is."""
     hostile = "@org/security-team https://evil.example/login www.evil.example ops@evil.example #12"
     dags = [{"dag_id": hostile, "owners": ["team"], "description": "d"}]
     assets = {"assets": [{"uri": "s3://lake/x", "scheduled_dags": [{"dag_id": hostile}]}]}
     report = render_markdown(document_for(dags, None, assets, served=True))
     row = next(line for line in report.splitlines() if "asset-unproduced" in line and line.startswith("|"))
-    assert "@&#8203;org/security-team" in row
-    assert "https:&#8203;//evil.example/login" in row
-    assert "www&#8203;.evil.example" in row
-    assert "ops@&#8203;evil.example" in row
-    assert r"\#&#8203;12" in row
+    assert (
+        "`@org/security-team` `https://evil.example/login` `www.evil.example` `ops@evil.example` `#12`" in row
+    )
+    assert "&#8203;" not in report and "\u200b" not in report
     # nothing live is left outside code spans and the diagram (neither renders mentions or links)
     text = re.sub(r"``.*?``|`[^`]*`", "", report.split("```mermaid")[0])
-    assert not re.search(r"@(?!&#8203;)", text)
-    assert "://" not in text.replace(":&#8203;//", "")
+    assert "@" not in text and "://" not in text
     assert not re.search(r"(?i)\bwww\.", text)
+    assert not re.search(r"#\d", text)
+
+
+@pytest.mark.parametrize(
+    ("detail", "written"),
+    [
+        ("consumers: s3://lake/x.csv, daily", "consumers: `s3://lake/x.csv`, daily"),
+        ("(see https://wiki.example/a_b).", "(see `https://wiki.example/a_b`)."),
+        ("mail ops@example.com; or @oncall", "mail `ops@example.com`; or `@oncall`"),
+        ("a `tick` in https://x/`y`", "a \\`tick\\` in `` https://x/`y` ``"),
+        ("alone @ here", "alone `@` here"),
+        ("no_uri | here", "no\\_uri \\| here"),
+    ],
+)
+def test_a_uri_is_inline_code_that_copies_clean(detail: str, written: str) -> None:
+    """Issue 45: a URI (or mention, or e-mail address) in a detail is inline code, the sentence's
+    punctuation outside it, nothing added inside it: what a reader copies is the URI."""
+    from airflow_provider_coremodels.core.views.markdown import _text
+
+    assert _text(detail) == written

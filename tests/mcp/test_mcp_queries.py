@@ -270,6 +270,8 @@ def test_downstream_impact_follows_the_data_and_says_what_is_paused() -> None:
         "paused": True,
         "openFindings": [],
         "severity": None,
+        "owners": ["team"],  # as the DAG names them
+        "team": None,  # no rules file named teams
     }
     affected = [(a["identity"], a["distance"], a["reachedFrom"]) for a in impact["affected"]["items"]]
     assert affected == [("x", 1, "A"), ("B", 2, "x"), ("y", 3, "B"), ("C", 4, "y")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from airflow_provider_coremodels.capture.crawl import CaptureSummary
 from airflow_provider_coremodels.core import audit, build_document, build_estate
 from airflow_provider_coremodels.core.comparing.changes import FindingChanges
-from airflow_provider_coremodels.jobs.alerts import alert_context, notify_teams
+from airflow_provider_coremodels.jobs.alerts import alert_context, notify, notify_teams
 from airflow_provider_coremodels.jobs.export import ExportResult
 
 
@@ -93,3 +93,54 @@ def test_each_teams_digest_counts_only_its_own_findings_below_the_minimum() -> N
     assert told["orders"][0]["text"].endswith("1 more new below Warning, not listed")
     assert told["finance"] == []  # nothing of its own at Warning or above: not told
     assert told["*"][0]["text"].endswith("3 more new below Warning, not listed")
+
+
+def test_each_teams_notifier_summary_line_names_the_team() -> None:
+    """Issue 45: routed by team, each ``notifiers: ...`` line of the task log says whose notifiers
+    it counts (they all read alike); unrouted, the line is as it was."""
+    import logging
+
+    dags = [{"dag_id": "orders_load", "owners": ["orders"], "is_paused": False}]
+    estate = build_estate({"dags": dags, "import_errors": [], "includes_stale": True}, {}, {"assets": []})
+    document = build_document(estate, audit(estate))
+    new = tuple(
+        {"code": "dag-no-owner", "subject": s, "severity": "Warning", "message": "m", "team": t}
+        for s, t in (("orders_load", ["orders"]), ("legacy", []))
+    )
+    lines: list[str] = []
+
+    class Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger("test.notifier.lines")
+    logger.addHandler(Lines())
+    logger.setLevel(logging.INFO)
+    routes = {"orders": [lambda context: None], "unowned": [lambda context: None], "*": [lambda c: None]}
+    result = ExportResult(document, CaptureSummary(), [], FindingChanges(new, new, ()))
+    notify_teams(routes, {}, result, None, logger=logger)
+    assert lines == [
+        "notifiers of team orders: 1 called (deadline 10 s each): 1 sent, 0 failed, 0 abandoned",
+        "notifiers of the unowned findings: 1 called (deadline 10 s each): 1 sent, 0 failed, 0 abandoned",
+        "notifiers of every team: 1 called (deadline 10 s each): 1 sent, 0 failed, 0 abandoned",
+    ]
+    lines.clear()
+    notify([lambda context: None], {}, result, None, logger=logger)
+    assert lines == ["notifiers: 1 called (deadline 10 s each): 1 sent, 0 failed, 0 abandoned"]
+
+
+def test_a_finding_waived_since_is_told_as_waived_in_the_log_and_the_templates() -> None:
+    from airflow_provider_coremodels.core.comparing.changes import finding_changes
+    from airflow_provider_coremodels.operators.export import changes_line
+
+    dags = [{"dag_id": "a", "owners": ["ops"], "is_paused": False}]
+    estate = build_estate({"dags": dags, "import_errors": [], "includes_stale": True}, {}, {"assets": []})
+    document = build_document(estate, audit(estate))
+    before = [{"code": "dag-no-owner", "subject": s, "severity": "Warning", "message": "m"} for s in "ab"]
+    now = [{**before[0], "waived": {"reason": "retired", "expires": None}}]
+    result = ExportResult(document, CaptureSummary(), [], finding_changes(now, before))
+    assert changes_line(result) == "findings since the last export: 0 new, 1 resolved, 1 waived"
+    context = alert_context(result, None)
+    assert [f["subject"] for f in context["resolved_findings"]] == ["b"]
+    assert [f["subject"] for f in context["waived_findings"]] == ["a"]
+    assert result.summary()["waivedFindings"] == 1 and result.summary()["resolvedFindings"] == 1

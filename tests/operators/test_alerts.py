@@ -3,14 +3,14 @@
 Four runs of one export DAG (tests/fixtures/alert_dags/coremodels_alerts.py), as an estate's
 findings change between days. Into one sink: the first export (no previous snapshot: quiet by
 default, the baseline recorded), two findings that open (their waivers withdrawn, a Warning and an
-Info, with ``notify_min_severity="warning"``), and the same findings closing again (the waivers
-back). Into a second, empty sink: a first export told anyway (``notify_first_export=True``). What
-the notifiers received is checked where it arrives: Airflow's own ``SmtpNotifier`` delivers to a
-real SMTP server on 127.0.0.1, a recording notifier writes the context it was given, and the
-metrics are read as a StatsD daemon receives them, from a UDP socket. Between a notifier that
-always fails and the others, one waits on a service that never answers (a real TCP server that
-accepts and stays silent until the test ends): it is abandoned at its deadline, the others are
-called, and the task's process ends with it still waiting. Nothing is mocked.
+Info, with ``notify_min_severity="warning"``), and the same findings waived again (the waivers back:
+counted as waived, not resolved). Into a second, empty sink: a first export told anyway
+(``notify_first_export=True``). What the notifiers received is checked where it arrives: Airflow's
+own ``SmtpNotifier`` delivers to a real SMTP server on 127.0.0.1, a recording notifier writes the
+context it was given, and the metrics are read as a StatsD daemon receives them, from a UDP socket.
+Between a notifier that always fails and the others, one waits on a service that never answers (a
+real TCP server that accepts and stays silent until the test ends): it is abandoned at its deadline,
+the others are called, and the task's process ends with it still waiting. Nothing is mocked.
 """
 
 from __future__ import annotations
@@ -193,11 +193,13 @@ def test_findings_that_open_reach_the_notifiers_as_one_digest_at_the_minimum_sev
     assert "findings since the last export: 2 new, 0 resolved" in second["log"]
 
 
-def test_findings_that_close_are_counted_but_tell_no_one(runs) -> None:
+def test_findings_waived_again_are_counted_as_waived_and_tell_no_one(runs) -> None:
+    """Issue 45: the findings are still there, waived; they were announced as resolved."""
     third = runs[2]
-    assert third["xcom"]["newFindings"] == 0 and third["xcom"]["resolvedFindings"] == 2
+    assert third["xcom"]["newFindings"] == 0 and third["xcom"]["resolvedFindings"] == 0
+    assert third["xcom"]["waivedFindings"] == 2
     assert third["notes"] == [] and third["mails"] == []
-    assert "findings since the last export: 0 new, 2 resolved" in third["log"]
+    assert "findings since the last export: 0 new, 0 resolved, 2 waived" in third["log"]
 
 
 def test_the_metrics_reach_statsd_with_and_without_tags(runs) -> None:
@@ -216,7 +218,8 @@ def test_the_metrics_reach_statsd_with_and_without_tags(runs) -> None:
     assert third[f"{legacy}Info"] == "0|g"
     assert third[f"{legacy}Info.dag-no-description"] == "0|g"  # set back to 0 as it closed
     assert third[f"{legacy}Warning.dag-no-owner"] == "0|g"
-    assert third[f"{prefix}findings.resolved.airflow_api_default"] == "2|g"
+    assert third[f"{prefix}findings.resolved.airflow_api_default"] == "0|g"
+    assert third[f"{prefix}findings.waived.airflow_api_default"] == "2|g"
     for run in (first, second, third):
         assert run[f"{prefix}capture.duration"].endswith("|ms")
         assert int(run[f"{prefix}capture.requests.airflow_api_default"].split("|")[0]) > 5

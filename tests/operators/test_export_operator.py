@@ -56,6 +56,7 @@ def test_export_dag_logs_findings_and_returns_a_summary(runner_env, tmp_path: Pa
         "findings": {"Info": 1, "Warning": SERVED_ESTATE.warnings},
         "newFindings": 1 + SERVED_ESTATE.warnings,  # the first export: every open finding is new
         "resolvedFindings": 0,
+        "waivedFindings": 0,
         "lineageEdgesSkipped": 0,
         "snapshotStored": True,
         "unchanged": False,

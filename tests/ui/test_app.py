@@ -30,14 +30,19 @@ from airflow_provider_coremodels.ui.plugin import CoreModelsPlugin, LazyApp
 
 
 class _AuthManager:
-    def __init__(self, allowed: bool) -> None:
+    def __init__(self, allowed: bool, configuration: bool = False) -> None:
         self.allowed = allowed
+        self.configuration = configuration
 
     def is_authorized_dag(self, **_: Any) -> bool:
         return self.allowed
 
     def is_authorized_asset(self, **_: Any) -> bool:
         return self.allowed
+
+    def is_authorized_configuration(self, *, method: str, **_: Any) -> bool:
+        assert method == "GET"
+        return self.configuration
 
 
 @pytest.fixture
@@ -169,3 +174,58 @@ def test_an_export_tasks_link_shows_the_snapshot_it_stored(client: TestClient, e
     assert gone.status_code == 200 and "No stored snapshot has the fingerprint fedcba9876543210" in gone.text
     bad = client.get("/", params={"fingerprint": "../../etc/passwd"})
     assert bad.status_code == 400 and "<title>Not a snapshot fingerprint</title>" in bad.text
+
+
+# -- where the snapshot is kept: shown only to whom Airflow shows the configuration (issue 45) ----
+
+
+def allow_configuration(monkeypatch: pytest.MonkeyPatch, exposed: str | None, may_read: bool) -> None:
+    if exposed is None:
+        monkeypatch.delenv("AIRFLOW__API__EXPOSE_CONFIG", raising=False)
+    else:
+        monkeypatch.setenv("AIRFLOW__API__EXPOSE_CONFIG", exposed)
+    manager = _AuthManager(allowed=True, configuration=may_read)
+    monkeypatch.setattr("airflow.api_fastapi.app.get_auth_manager", lambda: manager)
+
+
+@pytest.mark.parametrize(
+    ("exposed", "may_read", "shown"),
+    [
+        (None, True, False),  # Airflow's default: the configuration is not exposed, to anyone
+        ("False", True, False),
+        ("True", False, False),  # exposed, but not to this role
+        ("True", True, True),
+        ("non-sensitive-only", True, True),  # the option is not a sensitive one
+    ],
+)
+def test_the_sinks_path_is_shown_only_to_whom_airflow_shows_the_configuration(
+    client: TestClient, exported: Path, monkeypatch: pytest.MonkeyPatch, exposed: str | None, may_read: bool,
+    shown: bool,
+) -> None:  # fmt: skip
+    allow_configuration(monkeypatch, exposed, may_read)
+    page = client.get("/")
+    assert page.status_code == 200 and "CoreModels snapshot" in page.text
+    assert (str(exported) in page.text) is shown
+    assert ("from <code>" in page.text) is shown
+    assert '<a href="snapshot.json">snapshot.json</a>' in page.text
+
+
+def test_a_note_and_a_problem_name_the_option_not_the_path(
+    client: TestClient, exported: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The newest history entry shown for a latest.json gone, then a folder with no snapshot at all:
+    what is said is kept, where it is becomes ``[coremodels] ui_snapshot_dir``."""
+    allow_configuration(monkeypatch, "True", False)
+    (exported / "latest.json").unlink()
+    page = client.get("/")
+    assert page.status_code == 200 and str(exported) not in page.text
+    assert "[coremodels] ui_snapshot_dir/latest.json does not exist: showing the newest entry" in page.text
+    for entry in (exported / "history").iterdir():
+        entry.unlink()
+    page = client.get("/")
+    assert str(exported) not in page.text
+    assert "[coremodels] ui_snapshot_dir has no latest.json and no history/ entry" in page.text
+    detail = client.get("/snapshot.json").json()["detail"]
+    assert str(exported) not in detail and "[coremodels] ui_snapshot_dir has no latest.json" in detail
+    allow_configuration(monkeypatch, "True", True)
+    assert f"{exported} has no latest.json" in client.get("/").text

@@ -67,7 +67,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("coremodels-ui")
     snapshot_dir = root / "coremodels"  # what the export DAG's file sink would write; not there yet
     # Airflow's defaults otherwise: the plugin loads through the package's entry point.
-    extra_env = {"AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR": str(snapshot_dir)}
+    # the configuration exposed: the admin may read where the snapshot is (ui/app.py), and is shown it
+    extra_env = {
+        "AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR": str(snapshot_dir),
+        "AIRFLOW__API__EXPOSE_CONFIG": "True",
+    }
     with AirflowApiServer(REPO / "example_dags" / "estate", extra_env=extra_env) as server:
         token = server.token()
         before = requests.get(

@@ -64,6 +64,7 @@ class Live:
 def live() -> Iterator[Live]:
     extra_env = {
         "AIRFLOW__COREMODELS__UI_SNAPSHOT_DIR": URI,
+        "AIRFLOW__API__EXPOSE_CONFIG": "True",  # the admin is shown where the page reads (ui/app.py)
         "AIRFLOW__COREMODELS__UI_SNAPSHOT_CONN_ID": CONN_ID,
     }
     with (

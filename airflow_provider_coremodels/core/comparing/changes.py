@@ -1,7 +1,8 @@
 """What changed in the findings since the previous stored snapshot: what alerts and metrics say.
 
 A finding is *new* when it is open now (not waived) and was not open in the previous snapshot,
-*resolved* when it was open then and is not now. A finding is identified as the waivers identify
+*resolved* when it was open then and is gone now, *waived* when it was open then and is still
+there, waived (nothing was fixed: someone accepted it). A finding is identified as the waivers identify
 it, by code and subject: a new message or detail for the same code and subject is the same
 finding, still open. Without a previous snapshot every open finding is new (nobody has been told
 of any yet), and ``first`` says so.
@@ -32,13 +33,15 @@ class FindingChanges:
     new: tuple[dict[str, Any], ...]
     resolved: tuple[dict[str, Any], ...]
     first: bool = False  # no previous snapshot: every open finding is new
+    #: Open in the previous snapshot, present now but waived: not resolved, and never said so.
+    waived: tuple[dict[str, Any], ...] = ()
     by_severity: dict[str, int] = field(default_factory=dict)
     #: New findings below the least severity a digest lists (``at_least``): counted, not listed.
     held_back: int = 0
     least: str | None = None
 
     def summary(self) -> dict[str, int]:
-        return {"new": len(self.new), "resolved": len(self.resolved)}
+        return {"new": len(self.new), "resolved": len(self.resolved), "waived": len(self.waived)}
 
     def at_least(self, severity: str) -> FindingChanges:
         """These changes as a digest at ``severity`` and above: the new and resolved findings below
@@ -46,8 +49,9 @@ class FindingChanges:
         least = severity_rank(severity)
         new = tuple(f for f in self.new if severity_rank(str(f.get("severity"))) >= least)
         resolved = tuple(f for f in self.resolved if severity_rank(str(f.get("severity"))) >= least)
+        waived = tuple(f for f in self.waived if severity_rank(str(f.get("severity"))) >= least)
         held_back = self.held_back + len(self.new) - len(new)
-        return replace(self, new=new, resolved=resolved, held_back=held_back, least=severity)
+        return replace(self, new=new, resolved=resolved, waived=waived, held_back=held_back, least=severity)
 
     def text(self, deployment: str | None, names: Mapping[str, str] | None = None) -> str:
         """A message a person reads in an e-mail or a chat: a line each, the most severe first."""
@@ -58,6 +62,9 @@ class FindingChanges:
         if self.resolved:
             lines.append(f"{len(self.resolved)} resolved since the last export:")
             lines.extend(f"- {finding_line(f, names)}" for f in by_severity(self.resolved))
+        if self.waived:
+            lines.append(f"{len(self.waived)} waived since the last export (still there, not resolved):")
+            lines.extend(f"- {finding_line(f, names)}" for f in by_severity(self.waived))
         if self.held_back:
             lines.append(f"{self.held_back} more new below {self.least}, not listed")
         return "\n".join(lines)
@@ -66,13 +73,20 @@ class FindingChanges:
 def finding_changes(
     findings: Iterable[Mapping[str, Any]], previous: Iterable[Mapping[str, Any]] | None
 ) -> FindingChanges:
-    """The findings open now, and which of them are new and which previous ones resolved."""
-    now = [dict(f) for f in findings if not f.get("waived")]
+    """The findings open now, and which of them are new, which previous ones resolved and which
+    previous ones are waived now."""
+    every = [dict(f) for f in findings]
+    now = [f for f in every if not f.get("waived")]
     if previous is None:
         return FindingChanges(tuple(now), tuple(now), (), first=True, by_severity=_counts(now))
     before = [dict(f) for f in previous if not f.get("waived")]
-    new, resolved = opened_and_closed(before, now, _key)
-    return FindingChanges(tuple(now), tuple(new), tuple(resolved), by_severity=_counts(now))
+    new, closed = opened_and_closed(before, now, _key)
+    waived_now = keyed((f for f in every if f.get("waived")), _key)
+    resolved = [f for f in closed if _key(f) not in waived_now]
+    waived = [waived_now[_key(f)] for f in closed if _key(f) in waived_now]
+    return FindingChanges(
+        tuple(now), tuple(new), tuple(resolved), waived=tuple(waived), by_severity=_counts(now)
+    )
 
 
 def finding_key(code: object, subject: object) -> FindingKey:

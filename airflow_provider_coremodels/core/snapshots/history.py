@@ -41,10 +41,14 @@ class EntrySummary:
     #: severity (``unowned`` last, where it has any): a team's view of the listing and its trend.
     teams: tuple[str, ...] | None = None
     by_team: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    #: Each team's waived findings, where it has any (a finding of two teams counts for both).
+    waived_by_team: tuple[tuple[str, int], ...] = ()
 
     def of_team(self, team: str) -> EntrySummary:
-        """The summary as one team sees it: its open findings only (waived ones are not split)."""
-        return dataclasses.replace(self, open=dict(self.by_team).get(team, ()))
+        """The summary as one team sees it: its open findings and its waived ones only."""
+        return dataclasses.replace(
+            self, open=dict(self.by_team).get(team, ()), waived=dict(self.waived_by_team).get(team, 0)
+        )
 
     @property
     def open_count(self) -> int:
@@ -140,11 +144,14 @@ def summarize(data: bytes) -> EntrySummary:
         version = f"{head.fingerprint}-{digest}"
     teams = document_teams({"policy": head.policy})
     by_team: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    waived_by_team: tuple[tuple[str, int], ...] = ()
     if teams is not None:
         by_team = tuple(
             (team, _counts(Counter(str(f.get("severity")) for f in group)))
             for team, group in grouped(open_findings, teams)
         )
+        waived = [f for f in head.findings if f.get("waived")]
+        waived_by_team = tuple((team, len(group)) for team, group in grouped(waived, teams))
     return EntrySummary(
         fingerprint=head.fingerprint,
         captured_at=head.state.captured_at,
@@ -154,6 +161,7 @@ def summarize(data: bytes) -> EntrySummary:
         version=version,
         teams=teams,
         by_team=by_team,
+        waived_by_team=waived_by_team,
     )
 
 

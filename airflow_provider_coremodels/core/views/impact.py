@@ -43,7 +43,11 @@ def rows(answer: Mapping[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ..
     """The columns and one row per affected node, as the answer lists them (the nearest first)."""
     items: Sequence[Mapping[str, Any]] = answer["affected"]["items"]
     downstream = answer.get("direction", "downstream") == "downstream"
-    header = ["distance", "kind", "identity", "state", "reached from"]
+    header = ["distance", "kind", "identity", "state", "owners"]
+    with_team = any(item.get("team") for item in items)
+    if with_team:
+        header.append("team")
+    header.append("reached from")
     with_via = any(item.get("via") for item in items)
     if with_via:
         header.append("via")
@@ -52,7 +56,11 @@ def rows(answer: Mapping[str, Any]) -> tuple[tuple[str, ...], list[tuple[str, ..
     header.append("open findings")
     out = []
     for item in items:
-        row = [str(item["distance"]), item["kind"], item["identity"], _state(item), item["reachedFrom"]]
+        row = [str(item["distance"]), item["kind"], item["identity"], _state(item)]
+        row.append(", ".join(item.get("owners") or ()))
+        if with_team:
+            row.append(item.get("team") or "")
+        row.append(item["reachedFrom"])
         if with_via:
             row.append(item.get("via") or "")
         if downstream:
@@ -89,7 +97,7 @@ def render_impact_markdown(answer: Mapping[str, Any], *, max_rows: int = MAX_MAR
     ]
     header, body = rows(answer)
     if body:
-        code_columns = {"identity", "reached from", "independent active producers", "open findings"}
+        code_columns = {"identity", "owners", "reached from", "independent active producers", "open findings"}
         out.append("| " + " | ".join(column.capitalize() for column in header) + " |")
         out.append("|" + "---|" * len(header))
         for row in body[:max_rows]:

@@ -4,8 +4,9 @@ Written for GitHub-flavoured markdown (GitLab renders it too): tables, a Mermaid
 ``<details>`` for the long parts. Everything taken from the estate is escaped (its control
 characters first, as ``\\x1b`` or ``\\n``, then markdown and HTML) and made inert where a
 comment would act on it: no ``@team`` mention notifies anyone, no URL, ``www.`` name, e-mail
-address or ``#123`` becomes a link (a zero-width space breaks each). The long lists are cut, so a
-large estate still fits in one comment (GitHub allows 65,536 characters).
+address or ``#123`` becomes a link. Each such word is written as inline code, which renders no
+mention or link and copies as it is (a zero-width space inside a URI went along with a copy). The
+long lists are cut, so a large estate still fits in one comment (GitHub allows 65,536 characters).
 """
 
 from __future__ import annotations
@@ -316,20 +317,34 @@ def _table(header: Iterable[str], rows: Iterable[list[str]], total: int, max_row
 
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|#~])")
-#: What GitHub (and GitLab) act on in plain text, each broken by a zero-width space (as an entity, so
-#: the source stays readable): an ``@`` mention (and an e-mail address), the ``://`` of a URL,
-#: ``www.``, a ``mailto:`` or ``xmpp:`` link, an ``#123`` reference (``#`` is backslash-escaped by then).
-_LIVE = re.compile(r"(@)|(:)(?=//)|\b(www)(?=\.)|\b(mailto|xmpp)(?=:)|(\\#)(?=\d)", re.IGNORECASE)
-_ZWSP = "&#8203;"
+#: What GitHub (and GitLab) act on in plain text: an ``@`` mention (and an e-mail address), a URL
+#: (``://``), ``www.``, a ``mailto:`` or ``xmpp:`` link, an ``#123`` reference. A word holding one is
+#: written as inline code, where none of them is acted on.
+_LIVE = re.compile(r"@|://|\bwww\.|\b(?:mailto|xmpp):|#\d", re.IGNORECASE)
+#: What stays outside the code span around such a word: the punctuation of the sentence it is in.
+_AROUND = re.compile(r"^([(\[{\"']*)(.*?)([)\]}\"'.,;:!?]*)$")
 
 
 def _text(value: str) -> str:
     """Plain text in a cell or line: control characters escaped, markdown and HTML made inert, one
-    line, and nothing a comment would act on (mentions, autolinks, references)."""
-    value = " ".join(printable(str(value)).split())
+    line, and each word a comment would act on (a mention, an autolink, a reference) as inline code,
+    which copies clean."""
+    words = []
+    for word in printable(str(value)).split():
+        if _LIVE.search(word):
+            lead, core, trail = _AROUND.match(word).groups()  # type: ignore[union-attr]  # matches any word
+            if not _LIVE.search(core):  # the live part was the punctuation itself (``@`` alone)
+                lead, core, trail = "", word, ""
+            words.append(_plain(lead) + _code(core) + _plain(trail))
+        else:
+            words.append(_plain(word))
+    return " ".join(words)
+
+
+def _plain(value: str) -> str:
+    """Text with markdown and HTML made inert (no word of it live: ``_text`` saw to that)."""
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    value = _SPECIAL.sub(r"\\\1", value)
-    return _LIVE.sub(lambda m: m.group() + _ZWSP, value)
+    return _SPECIAL.sub(r"\\\1", value)
 
 
 def _subject(finding: Mapping[str, Any], names: Mapping[str, str]) -> str:

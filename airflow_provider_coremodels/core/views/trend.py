@@ -55,10 +55,18 @@ class TrendPoint:
     problem: str | None = None
     #: Each team's open findings by severity, where the snapshot was audited with teams.
     by_team: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    #: Each team's waived findings, where it has any.
+    waived_by_team: tuple[tuple[str, int], ...] = ()
 
     def of_team(self, team: str) -> TrendPoint:
-        """The point as one team's trend draws it: that team's open findings only."""
-        return dataclasses.replace(self, open=dict(self.by_team).get(team, ()), by_team=())
+        """The point as one team's trend draws it: that team's open and waived findings only."""
+        return dataclasses.replace(
+            self,
+            open=dict(self.by_team).get(team, ()),
+            waived=dict(self.waived_by_team).get(team, 0),
+            by_team=(),
+            waived_by_team=(),
+        )
 
     @property
     def total(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
+from airflow_provider_coremodels.core.checks.teams import UNOWNED, owners, teams_from_json
 from airflow_provider_coremodels.core.estate.model import ASSET, DAG
 from airflow_provider_coremodels.core.views.lineage import LINK_VIAS, LineageGraph, Node, to_mermaid
 from airflow_provider_coremodels.integrations.assistant.answers import (
@@ -135,10 +136,20 @@ class LineageQuestions(SnapshotIndex):
         chain = set(reached) | {start}
         kinds = Counter(node.kind for node in affected)
         dags = [node for node in affected if node.kind == "dag"]
+        policy = self.head.policy
+        teams = teams_from_json(policy.get("teams")) if isinstance(policy, dict) else None
+
+        def whose(out: JSON) -> JSON:
+            """A DAG the estate describes: its owners, and its team where the rules name teams."""
+            dataset = self._datasets.get(out["identity"], {}).get(DAG) if out["kind"] == "dag" else None
+            if dataset is not None:
+                out["owners"] = owners(dataset)
+                out["team"] = (teams.team_of(dataset) or UNOWNED) if teams is not None else None
+            return out
 
         def item(node: Node) -> JSON:
             distance, came_from = reached[node.key]
-            out = _node_json(node)
+            out = whose(_node_json(node))
             out["distance"] = distance
             out["reachedFrom"] = graph.node(came_from).id
             edge = (node.key, came_from) if upstream else (came_from, node.key)  # as the data runs
@@ -155,9 +166,9 @@ class LineageQuestions(SnapshotIndex):
             return out
 
         if start_node is not None:
-            start_json = _node_json(start_node)
+            start_json = whose(_node_json(start_node))
         else:  # a DAG without asset lineage: nothing lies downstream of it
-            start_json = {"identity": identity, "kind": found, "paused": self._paused(identity, found)}
+            start_json = whose({"identity": identity, "kind": found, "paused": self._paused(identity, found)})
         return {
             "start": start_json,
             "direction": "upstream" if upstream else "downstream",
