@@ -8,9 +8,10 @@ Usage::
         response = server.get("/api/v2/dags", limit=100)
         response.raise_for_status()
 
-Start-up runs ``airflow db migrate`` and ``airflow dags reserialize`` (which parses the DAG folder
-and writes DAGs, tags, owners, paused state and asset rows to the database), then starts
-``airflow api-server`` in its own process group and waits until ``/api/v2/version`` answers.
+Start-up runs ``airflow db migrate`` (once per test process, into a template each home copies)
+and ``airflow dags reserialize`` (which parses the DAG folder and writes DAGs, tags, owners, paused
+state and asset rows to the database), then starts ``airflow api-server`` in its own process group
+and waits until ``/api/v2/version`` answers.
 The server is always stopped on exit, also on exceptions and KeyboardInterrupt.
 
 Runnable as a script to time a start-up: ``python tests/support/airflow_server.py [DAGS_FOLDER]``.
@@ -18,6 +19,7 @@ Runnable as a script to time a start-up: ``python tests/support/airflow_server.p
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -116,19 +118,62 @@ def home_env(home: Path, dags_folder: str | os.PathLike[str]) -> dict[str, str]:
     return env
 
 
+#: Settings that shape what ``airflow db migrate`` writes (the log templates it records): an
+#: environment that sets one gets a migration of its own rather than the shared one.
+_MIGRATION_SETTINGS = (
+    "AIRFLOW__DATABASE__",
+    "AIRFLOW__LOGGING__",
+    "AIRFLOW__ELASTICSEARCH__",
+    "AIRFLOW__OPENSEARCH__",
+)
+#: Those every home sets to its own paths (home_env): they do not change what is written.
+_PER_HOME = ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__LOGGING__BASE_LOG_FOLDER")
+_migrated_template: Path | None = None
+
+
+def _migrate(env: dict[str, str], home: Path, *, timeout: float) -> None:
+    """``airflow db migrate`` into ``home``'s SQLite database.
+
+    The migration is the same for every home of this interpreter (the tables, the pool, the log
+    templates: nothing of the DAG folder or the port), and it is the slowest step of a start-up,
+    so this process runs it once, for real, into a template of its own, and each home gets a copy.
+    A home whose environment sets a database or logging option is migrated on its own.
+    """
+    global _migrated_template
+    if any(key.startswith(_MIGRATION_SETTINGS) for key in env if key not in _PER_HOME):
+        _run_migrate(env, timeout=timeout)
+        return
+    if _migrated_template is None:
+        template_home = Path(tempfile.mkdtemp(prefix="airflow-migrated-"))
+        atexit.register(shutil.rmtree, template_home, True)
+        template_env = dict(env)
+        template_env["AIRFLOW_HOME"] = str(template_home)
+        template_env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{template_home / 'airflow.db'}"
+        _run_migrate(template_env, timeout=timeout)
+        _migrated_template = template_home / "airflow.db"
+    shutil.copyfile(_migrated_template, home / "airflow.db")
+
+
+def _run_migrate(env: dict[str, str], *, timeout: float) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        env=env,
+        cwd=env["AIRFLOW_HOME"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
+    if result.returncode != 0:
+        raise AirflowServerError(f"airflow db migrate failed:\n{result.stderr[-3000:]}")
+
+
 def migrated_home(home: Path, dags_folder: str | os.PathLike[str]) -> dict[str, str]:
     """An Airflow home with a migrated SQLite database (no server): where ``dag.test()`` can run."""
     home.mkdir(parents=True, exist_ok=True)
     env = home_env(home, dags_folder)
-    result = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if result.returncode != 0:
-        raise AirflowServerError(f"airflow db migrate failed:\n{result.stderr[-3000:]}")
+    _migrate(env, home, timeout=300)
     return env
 
 
@@ -200,7 +245,10 @@ class AirflowApiServer:
         started = time.monotonic()
         try:
             self._prepare_home()
-            self._run_cli("db", "migrate", timing="db_migrate")
+            migrating = time.monotonic()
+            assert self.home is not None
+            _migrate(self.env, self.home, timeout=self.command_timeout)
+            self.timings["db_migrate"] = time.monotonic() - migrating
             self._run_cli("dags", "reserialize", timing="dags_reserialize")
             for dag_id in self.run_dags:
                 self._run_cli("dags", "test", dag_id, timing=f"dags_test_{dag_id}")
