@@ -1333,8 +1333,8 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
         if request["infer"]:
             import jinja2.sandbox  # noqa: F401
             import openlineage_sql  # noqa: F401  # type: ignore[import-untyped,unused-ignore]
-    else:
-        request["inference"] = "off"
+    else:  # not asked for: nothing to say of it
+        request["inference"] = None
     started = time.time()
     timings = {"start": time.monotonic() - begun}
     with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:

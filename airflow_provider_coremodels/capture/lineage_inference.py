@@ -209,7 +209,10 @@ def template_file(
     name = text.strip()
     if not exts or not name.endswith(exts) or "\n" in name or len(name) > 1024:
         return None
-    dag = getattr(task, "dag", None)
+    try:
+        dag = getattr(task, "dag", None)
+    except Exception:  # a task of no DAG (the SDK raises)
+        dag = None
     places: list[str] = []
     if dag_file:
         places.append(os.path.dirname(dag_file))

@@ -99,7 +99,8 @@ def _from_uri(text: str) -> Known | None:
 
 
 def _known(conn_type: str, host: Any, port: int | None, database: Any, extra: Mapping[str, Any]) -> Known:
-    system = _TYPES.get(conn_type.lower(), conn_type.lower() or None)
+    # a type no system here names ("generic", a provider's own) leaves the operator's word to say it
+    system = _TYPES.get(conn_type.lower())
     host = host if isinstance(host, str) and host else None
     database = database if isinstance(database, str) and database else None
     if system == "snowflake":  # the account names the deployment; the host is usually empty
@@ -127,11 +128,17 @@ def environment_lookup(environ: Mapping[str, str] | None = None) -> Lookup:
 def airflow_lookup(conn_id: str) -> Known | None:
     """A connection through Airflow's own lookup (secrets backends, then the metadata database);
     None where it has none or cannot be asked (no database here, say)."""
-    try:
-        from airflow.models.connection import Connection
+    import contextlib
+    import sys
 
-        conn = Connection.get_connection_from_secrets(conn_id)
-    except Exception:  # unknown, or no backend can answer: the placeholder stays
+    from airflow_provider_coremodels.hooks.connection_fields import _from_metadata_database
+
+    try:  # Airflow's log lines go to stderr: stdout is the command's output
+        with contextlib.redirect_stdout(sys.stderr):
+            conn = _from_metadata_database(conn_id)
+    except Exception:  # no backend can answer (no database here, a refusal): the placeholder stays
+        return None
+    if conn is None:
         return None
     try:
         extra = conn.extra_dejson if isinstance(conn.extra_dejson, dict) else {}
@@ -173,6 +180,12 @@ def table_uri(item: Mapping[str, Any], known: Known | None) -> tuple[str, bool]:
         authority = f"<{conn}>"
     if system in _NO_SCHEMA:  # MySQL's "schema" is its database
         database, schema = schema or database, None
+    if system == "bigquery":  # bigquery://project/dataset/table: the project is the authority
+        project = item.get("database") or (known.host if known else None)
+        authority = project or f"<{conn}>"
+        database = None
+        resolved = bool(project)
+        return f"bigquery://{authority}/{'/'.join(p for p in (schema, table) if p)}", resolved
     parts = [p for p in (database, schema, table) if p]
     if system in _FOLDS_LOWER:
         parts = [p.lower() for p in parts]
