@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,7 @@ class Known:
 
 
 Lookup = Callable[[str], Known | None]
+_LOOKING_UP = threading.Lock()
 
 
 def _from_uri(text: str) -> Known | None:
@@ -134,7 +136,9 @@ def airflow_lookup(conn_id: str) -> Known | None:
     from airflow_provider_coremodels.hooks.connection_fields import _from_metadata_database
 
     try:  # Airflow's log lines go to stderr: stdout is the command's output
-        with contextlib.redirect_stdout(sys.stderr):
+        # one lookup at a time: the redirect is the process's, and two parses (a change's head and
+        # base) resolve at once; interleaved, one would restore the other's redirect for good
+        with _LOOKING_UP, contextlib.redirect_stdout(sys.stderr):
             conn = _from_metadata_database(conn_id)
     except Exception:  # no backend can answer (no database here, a refusal): the placeholder stays
         return None
