@@ -93,3 +93,15 @@ def test_no_inferred_entries_no_change() -> None:
         build_document(plain, audit(plain))["fingerprint"]
         == build_document(empty, audit(empty))["fingerprint"]
     )
+
+
+def test_the_picture_draws_inferred_edges_dashed_naming_the_task_and_says_so() -> None:
+    from airflow_provider_coremodels.core.views.lineage import LineageGraph, to_mermaid
+    from airflow_provider_coremodels.core.views.markdown import render_markdown
+
+    found = estate([row("writer", "load", "writes"), row("reader", "use", "reads")])
+    document = build_document(found, audit(found))
+    mermaid = to_mermaid(LineageGraph.from_document(document))
+    assert "-.->|inferred from writer.load|" in mermaid and "-.->|inferred from reader.use|" in mermaid
+    assert "(2 inferred from SQL or transfer tasks' code, dashed)" in mermaid.splitlines()[1]
+    assert "labelled `inferred from <dag_id>.<task_id>`" in render_markdown(document)
