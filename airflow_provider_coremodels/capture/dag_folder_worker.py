@@ -1329,9 +1329,9 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     _cache_cron_locales()
     if request.get("infer"):  # loaded once here, before the children fork, with its SQL parser
         request["inference"] = _inference().available() or "on"
-        request["infer"] = request["inference"] == "on"
-        if request["infer"]:
-            import jinja2.sandbox  # noqa: F401
+        import jinja2.sandbox  # noqa: F401
+
+        if request["inference"] == "on":
             import openlineage_sql  # noqa: F401  # type: ignore[import-untyped,unused-ignore]
     else:  # not asked for: nothing to say of it
         request["inference"] = None

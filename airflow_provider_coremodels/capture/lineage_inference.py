@@ -110,6 +110,10 @@ def _text(value: Any) -> str | None:
 # -- rendering --------------------------------------------------------------------------------
 
 
+class ParserMissing(Exception):
+    """OpenLineage's SQL parser is not installed: a statement is not read (transfers still are)."""
+
+
 class Unrenderable(Exception):
     """A templated value that cannot be rendered at parse time (a variable, an XCom, a macro)."""
 
@@ -253,7 +257,10 @@ def parse_sql(
     """OpenLineage's SQL parser on rendered statements: (tables read, tables written, errors), each
     table as ``(database, schema, name)``. A table the same statements write and read (a staging
     or temporary table, an upsert) is written only."""
-    import openlineage_sql
+    try:
+        import openlineage_sql
+    except ImportError:
+        raise ParserMissing from None
 
     dialect = SYSTEMS[system][0] if system in SYSTEMS else "generic"
     kwargs = {"dialect": dialect}
@@ -291,6 +298,7 @@ class _Task:
         self.writes: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self.operator: str | None = None
+        self.unparsed = False  # a statement left unread: no SQL parser here
 
     def table(self, role: str, system: str | None, conn: str | None, parts: Table) -> None:
         database, schema, name = parts
@@ -305,7 +313,7 @@ class _Task:
             self.notes.append(text[:300])
 
     def empty(self) -> bool:
-        return not (self.reads or self.writes or self.notes)
+        return not (self.reads or self.writes or self.notes or self.unparsed)
 
     def as_json(self) -> dict[str, Any]:
         def unique(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -322,6 +330,7 @@ class _Task:
             "reads": unique(self.reads),
             "writes": unique(self.writes),
             "notes": self.notes,
+            "unparsed": self.unparsed,
         }
 
 
@@ -343,6 +352,8 @@ class Reader:
                 self.task(task, found)
             except Unrenderable as exc:
                 found.note(f"its statement cannot be rendered at parse time: {exc}")
+            except ParserMissing:
+                found.unparsed = True
             except Exception as exc:  # an operator of a shape not foreseen: said, never fatal
                 found.note(f"its operator could not be read ({type(exc).__name__})")
             if not found.empty():
@@ -603,5 +614,6 @@ def checked(value: Any) -> dict[str, dict[str, Any]]:
         kept["notes"] = (
             [n[:300] for n in notes if isinstance(n, str)][:MAX_NOTES] if isinstance(notes, list) else []
         )
+        kept["unparsed"] = task.get("unparsed") is True
         out[task_id[:MAX_NAME]] = kept
     return out

@@ -28,8 +28,11 @@ from airflow_provider_coremodels.redaction import SECRETS
 
 log = logging.getLogger(__name__)
 
-#: The lossiness record of a parse that inferred nothing because it could not.
-OFF = "lineage inference was off: {why}; only declared assets are lineage"
+#: The lossiness record of a parse whose SQL statements could not be read (transfers still were).
+OFF = (
+    "lineage inference read no SQL: {why}; the statements of {count} were not read, so the tables "
+    "they read and write are no lineage: {tasks}"
+)
 #: The record of a capture that had no DAG folder to infer from (the REST API alone).
 NEEDS_FOLDER = (
     "inferred lineage (tables read and written by SQL and transfer operators) needs the DAG folder: "
@@ -204,9 +207,14 @@ def attach(
     artifact's ``inferred`` entries, and the lossiness records: inference off, a task whose
     statement could not be read, a task whose connection this run does not know."""
     records: list[Lossiness] = []
-    if status not in (None, "on"):
-        records.append(Lossiness("datasets", OFF.format(why=status)))
-        return [], records
+    unparsed = sorted(
+        f"{d}.{t}" for d, tasks in inferred.items() for t, task in tasks.items() if task.get("unparsed")
+    )
+    if unparsed:
+        count = f"{len(unparsed)} task" + ("s" if len(unparsed) != 1 else "")
+        shown = ", ".join(unparsed[:10]) + (f" and {len(unparsed) - 10} more" if len(unparsed) > 10 else "")
+        why = status if status not in (None, "on") else "no SQL parser"
+        records.append(Lossiness("datasets", OFF.format(why=why, count=count, tasks=shown)))
     lookup = lookup or default_lookup()
     entries: set[tuple[str, str, str, str]] = set()
     for dag_id, tasks in inferred.items():

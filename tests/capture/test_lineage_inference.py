@@ -6,12 +6,16 @@ installed here, so only its arguments' shape is checked."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from airflow_provider_coremodels.capture import lineage_inference as li
+
+pytest.importorskip("openlineage_sql", reason="the [lineage] extra is not installed")
+pytest.importorskip("airflow.providers.amazon", reason="the amazon provider is not installed")
 
 
 def _read(task: object, folder: str = "/nowhere", dag_file: str | None = None) -> dict:
@@ -193,3 +197,20 @@ def test_the_server_keeps_only_what_is_well_formed() -> None:
     assert len(kept["t"]["reads"][1]["table"]) == li.MAX_NAME
     assert kept["t"]["writes"] == [] and kept["t"]["notes"] == ["fine"]
     assert li.checked("junk") == {}
+
+
+def test_without_the_sql_parser_a_statement_is_unread_and_a_transfer_still_read(monkeypatch) -> None:
+    """``sys.modules[name] = None`` makes the import fail as an absent package does."""
+    from airflow.providers.amazon.aws.transfers.s3_to_redshift import S3ToRedshiftOperator
+    from airflow.providers.common.sql.operators.sql import SQLExecuteQueryOperator
+
+    monkeypatch.setitem(sys.modules, "openlineage_sql", None)
+    assert li.available() == "openlineage-sql is not installed (the [lineage] extra)"
+    tasks = [
+        SQLExecuteQueryOperator(task_id="sql", conn_id="pg", sql="INSERT INTO a SELECT * FROM b"),
+        S3ToRedshiftOperator(task_id="copy", s3_bucket="b", s3_key="k", schema="s", table="t"),
+    ]
+    found = li.Reader("/nowhere", None).dag(type("D", (), {"tasks": tasks})())
+    assert found["sql"]["unparsed"] is True and found["sql"]["reads"] == found["sql"]["writes"] == []
+    assert found["copy"]["unparsed"] is False
+    assert _tables(found["copy"]["reads"]) == [("s3://b/k",)]

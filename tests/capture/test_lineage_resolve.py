@@ -89,11 +89,17 @@ def test_attach_gives_entries_and_one_record_per_task() -> None:
     ]  # fmt: skip
 
 
-def test_inference_off_is_one_record() -> None:
-    rows, records = attach({}, "openlineage-sql is not installed (the [lineage] extra)")
-    assert rows == []
+def test_statements_no_parser_read_are_one_record() -> None:
+    """Without the [lineage] extra a transfer's tables are still read; the statements are not, and
+    one record names their tasks. A folder with no such task says nothing."""
+    inferred = {
+        "d": {"sql": {"unparsed": True}, "more": {"unparsed": True}},
+        "e": {"copy": {"reads": [{"uri": "s3://a/b"}], "unparsed": False}},
+    }
+    rows, records = attach(inferred, "openlineage-sql is not installed (the [lineage] extra)")
+    assert rows == [{"dag_id": "e", "task_id": "copy", "role": "reads", "uri": "s3://a/b"}]
     assert [r.message for r in records] == [
-        "lineage inference was off: openlineage-sql is not installed (the [lineage] extra); "
-        "only declared assets are lineage"
+        "lineage inference read no SQL: openlineage-sql is not installed (the [lineage] extra); the "
+        "statements of 2 tasks were not read, so the tables they read and write are no lineage: d.more, d.sql"
     ]
-    assert attach({}, None) == ([], [])
+    assert attach({}, "openlineage-sql is not installed (the [lineage] extra)") == ([], [])

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+pytest.importorskip("openlineage_sql", reason="the [lineage] extra is not installed")
+pytest.importorskip("airflow.providers.amazon", reason="the fixture's transfers need the amazon provider")
+
 FOLDER = Path(__file__).parents[1] / "fixtures" / "sql_dags"
 LOGIN, PASSWORD = "loader", "pw-S3cr3t-n0t-for-the-document"
 
