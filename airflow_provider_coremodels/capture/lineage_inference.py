@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -249,6 +250,7 @@ def statements(value: Any) -> list[str]:
 
 
 Table = tuple[str | None, str | None, str]  # (database, schema, name)
+_PARAMETER = re.compile(r"%\(\w+\)s|%s")
 
 
 def parse_sql(
@@ -262,6 +264,8 @@ def parse_sql(
     except ImportError:
         raise ParserMissing from None
 
+    # a driver's bound parameters (%(name)s, %s) are values to the parser, not syntax it must know
+    texts = [_PARAMETER.sub("NULL", text) for text in texts]
     dialect = SYSTEMS[system][0] if system in SYSTEMS else "generic"
     kwargs = {"dialect": dialect}
     if default_schema:
@@ -340,6 +344,9 @@ class Reader:
     def __init__(self, folder: str, dag_file: str | None) -> None:
         self.folder = folder
         self.dag_file = dag_file
+        #: what an argument that cannot be rendered said, for the task being read: one argument
+        #: computed at run time (a bucket from an XCom) leaves the others' tables read
+        self.unrendered: list[str] = []
 
     def dag(self, dag: Any) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
@@ -348,6 +355,7 @@ class Reader:
             if not isinstance(task_id, str):
                 continue
             found = _Task()
+            self.unrendered = []
             try:
                 self.task(task, found)
             except Unrenderable as exc:
@@ -356,16 +364,22 @@ class Reader:
                 found.unparsed = True
             except Exception as exc:  # an operator of a shape not foreseen: said, never fatal
                 found.note(f"its operator could not be read ({type(exc).__name__})")
+            for said in self.unrendered:
+                found.note(f"an argument cannot be rendered at parse time: {said}")
             if not found.empty():
                 out[task_id] = found.as_json()
         return out
 
     def value(self, task: Any, value: Any) -> str | None:
-        """A templated argument rendered (a string), None when absent."""
+        """A templated argument rendered (a string), None when absent or not renderable (said)."""
         text = _text(value)
         if text is None:
             return None
-        return render(text, context(_params(task))).strip() or None
+        try:
+            return render(text, context(_params(task))).strip() or None
+        except Unrenderable as exc:
+            self.unrendered.append(str(exc))
+            return None
 
     def key(self, task: Any, value: Any) -> str | None:
         """An object key rendered, cut to the prefix no run's date changes: ``raw/{{ ds }}.csv``
@@ -373,10 +387,14 @@ class Reader:
         text = _text(value)
         if text is None:
             return None
-        first = render(text, context(_params(task))).strip()
-        if "{{" not in text:
-            return first or None
-        other = render(text, context(_params(task), _LOGICAL + dt.timedelta(days=400, hours=1))).strip()
+        try:
+            first = render(text, context(_params(task))).strip()
+            if "{{" not in text:
+                return first or None
+            other = render(text, context(_params(task), _LOGICAL + dt.timedelta(days=400, hours=1))).strip()
+        except Unrenderable as exc:
+            self.unrendered.append(str(exc))
+            return None
         if other == first:
             return first or None
         same = 0
@@ -430,16 +448,16 @@ class Reader:
     def s3_to_redshift(self, task: Any, found: _Task, classes: list[str]) -> None:
         bucket = self.value(task, getattr(task, "s3_bucket", None))
         key = self.key(task, getattr(task, "s3_key", None))
-        if bucket or key:
-            found.object("reads", _s3(bucket, key))
+        if (uri := _s3(bucket, key)) is not None:
+            found.object("reads", uri)
         table = self.value(task, getattr(task, "table", None))
         if table:
             schema = self.value(task, getattr(task, "schema", None))
-            conn = _text(getattr(task, "redshift_conn_id", None))
+            conn = _named_conn(task, "redshift_conn_id")
             found.table("writes", "redshift", conn, _split(table, "redshift", schema))
 
     def redshift_to_s3(self, task: Any, found: _Task, classes: list[str]) -> None:
-        conn = _text(getattr(task, "redshift_conn_id", None))
+        conn = _named_conn(task, "redshift_conn_id")
         query = self.value(task, getattr(task, "select_query", None))
         table = self.value(task, getattr(task, "table", None))
         if query:  # the operator unloads its query where given, else the whole table
@@ -450,26 +468,26 @@ class Reader:
             found.table("reads", "redshift", conn, _split(table, "redshift", schema))
         bucket = self.value(task, getattr(task, "s3_bucket", None))
         key = self.key(task, getattr(task, "s3_key", None))
-        if bucket or key:
-            found.object("writes", _s3(bucket, key))
+        if (uri := _s3(bucket, key)) is not None:
+            found.object("writes", uri)
 
     def sql_to_s3(self, task: Any, found: _Task, classes: list[str]) -> None:
-        conn = _text(getattr(task, "sql_conn_id", None))
+        conn = _named_conn(task, "sql_conn_id")
         query = self.value(task, getattr(task, "query", None))
         if query:
             self.tables(found, [query], system_of([], conn), conn, None)
             found.writes.clear()
         bucket = self.value(task, getattr(task, "s3_bucket", None))
         key = self.key(task, getattr(task, "s3_key", None))
-        if bucket or key:
-            found.object("writes", _s3(bucket, key))
+        if (uri := _s3(bucket, key)) is not None:
+            found.object("writes", uri)
 
     def s3_to_sql(self, task: Any, found: _Task, classes: list[str]) -> None:
         bucket = self.value(task, getattr(task, "s3_bucket", None))
         key = self.key(task, getattr(task, "s3_key", None))
-        if bucket or key:
-            found.object("reads", _s3(bucket, key))
-        conn = _text(getattr(task, "sql_conn_id", None))
+        if (uri := _s3(bucket, key)) is not None:
+            found.object("reads", uri)
+        conn = _named_conn(task, "sql_conn_id")
         table = self.value(task, getattr(task, "table", None))
         if table:
             system = system_of([], conn)
@@ -485,16 +503,18 @@ class Reader:
             self.value(task, getattr(task, "dest_bucket_name", None)),
             self.key(task, getattr(task, "dest_bucket_key", None)),
         )
-        found.object("reads", source)
-        found.object("writes", dest)
+        if source:
+            found.object("reads", source)
+        if dest:
+            found.object("writes", dest)
 
     def generic_transfer(self, task: Any, found: _Task, classes: list[str]) -> None:
-        source = _text(getattr(task, "source_conn_id", None))
+        source = _named_conn(task, "source_conn_id")
         texts = [render(t, context(_params(task))) for t in statements(getattr(task, "sql", None))]
         if texts:
             self.tables(found, texts, system_of([], source), source, None)
             found.writes.clear()
-        dest = _text(getattr(task, "destination_conn_id", None))
+        dest = _named_conn(task, "destination_conn_id")
         table = self.value(task, getattr(task, "destination_table", None))
         if table:
             system = system_of([], dest)
@@ -509,7 +529,7 @@ class Reader:
                 found.object("reads", f"gs://{bucket}/{name.lstrip('/')}")
         dest = self.value(task, getattr(task, "destination_project_dataset_table", None))
         if dest:
-            conn = _text(getattr(task, "gcp_conn_id", None))
+            conn = _named_conn(task, "gcp_conn_id")
             parts = dest.replace(":", ".").split(".")
             if len(parts) == 3:
                 found.table("writes", "bigquery", conn, (parts[0], parts[1], parts[2]))
@@ -517,11 +537,18 @@ class Reader:
                 found.table("writes", "bigquery", conn, (None, parts[0], parts[1]))
 
 
+def _named_conn(task: Any, attr: str) -> str | None:
+    """A connection id the operator holds under ``attr``; None where it is computed at run time."""
+    value = _text(getattr(task, attr, None))
+    return None if value is None or "{{" in value or "{%" in value else value
+
+
 def _conn_id(task: Any) -> str | None:
+    """The operator's connection id; None where none is set or it is computed at run time."""
     for attr in _CONN_ATTRS:
         value = _text(getattr(task, attr, None))
         if value:
-            return value
+            return None if "{{" in value or "{%" in value else value
     return None
 
 
@@ -539,12 +566,13 @@ def _split(table: str, system: str | None, schema: str | None = None) -> Table:
     return (None, schema or DEFAULT_SCHEMA.get(system or ""), pieces[0])
 
 
-def _s3(bucket: str | None, key: str | None) -> str:
-    """``s3://bucket/key``, where the key may be a whole ``s3://`` URL of its own."""
+def _s3(bucket: str | None, key: str | None) -> str | None:
+    """``s3://bucket/key``, where the key may be a whole ``s3://`` URL of its own; None where the
+    bucket or key is not known."""
     key = key or ""
     if key.startswith("s3://"):
         return key
-    return f"s3://{bucket or ''}/{key.lstrip('/')}" if key else f"s3://{bucket or ''}"
+    return f"s3://{bucket}/{key.lstrip('/')}" if bucket and key else None
 
 
 #: Operator families by the class name that marks them (checked in this order, on the MRO).

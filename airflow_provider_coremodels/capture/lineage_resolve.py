@@ -176,7 +176,7 @@ def table_uri(item: Mapping[str, Any], known: Known | None) -> tuple[str, bool]:
     Known: ``postgres://host:5432/database/schema/table``; unknown: ``postgres://<conn_id>/...``
     with what the statement itself says of the database and schema.
     """
-    conn = item.get("conn") or "unknown"
+    conn = item.get("conn") or "unknown"  # an operator that names no connection
     system = (known.system if known and known.system else None) or item.get("system") or "sql"
     database = item.get("database") or (known.database if known else None)
     schema, table = item.get("schema"), item["table"]
@@ -230,19 +230,25 @@ def attach(
                         known = lookup(conn) if conn else None
                         uri, resolved = table_uri(item, known)
                         if not resolved:
-                            unknown.add(conn or "(none named)")
+                            unknown.add(conn or "")
                     entries.add((dag_id, task_id, role, SECRETS.scrub(uri)))
             for note in task.get("notes") or ():
                 records.append(
                     Lossiness("datasets", f"task {source}: {printable(SECRETS.scrub(note))}", source)
                 )
             if unknown:
-                named = ", ".join(sorted(unknown))
+                named = sorted(c for c in unknown if c)
+                what = (
+                    f"connection {', '.join(named)} is not known to this run"
+                    if named
+                    else "names no connection"
+                )
+                shown = ", ".join(f"<{c}>" for c in named) or "<unknown>"
                 records.append(
                     Lossiness(
                         "datasets",
-                        f"task {source}: connection {named} is not known to this run, so its inferred "
-                        f"tables name <{named}> in place of host, port and database",
+                        f"task {source}: {what}, so its inferred tables name {shown} in place of host, "
+                        "port and database",
                         source,
                     )
                 )
