@@ -200,6 +200,14 @@ def table_uri(item: Mapping[str, Any], known: Known | None) -> tuple[str, bool]:
     return f"{system}://{authority}/{path}", known is not None and bool(known.host)
 
 
+def is_inference_record(record: Lossiness) -> bool:
+    """Whether ``attach`` wrote the record (a task's, or the SQL parser's absence)."""
+    return record.artifact == "datasets" and (
+        record.message.startswith("lineage inference")
+        or bool(record.subject and record.message.startswith("task "))
+    )
+
+
 def attach(
     inferred: Mapping[str, Any], status: str | None, lookup: Lookup | None = None
 ) -> tuple[list[dict[str, str]], list[Lossiness]]:
