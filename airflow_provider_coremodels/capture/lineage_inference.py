@@ -173,6 +173,8 @@ def _environment() -> Any:
 def render(text: str, values: dict[str, Any]) -> str:
     """``text`` rendered in Jinja's immutable sandbox with ``values`` alone (no loader, so no
     include; no DAG macro or filter, which are the DAG's code); Unrenderable when it needs more."""
+    if len(text) > MAX_SQL:  # a statement this long is no DAG's own: not handed to the parser
+        raise Unrenderable(f"it is over {MAX_SQL:,} characters")
     if "{{" not in text and "{%" not in text:
         return text
     try:

@@ -57,6 +57,8 @@ def test_rendering_knows_params_and_dates_and_nothing_of_a_run() -> None:
             li.render(dynamic, values)
     with pytest.raises(li.Unrenderable):  # the sandbox refuses what reaches Python's internals
         li.render("{{ ''.__class__.__mro__[1].__subclasses__() }}", values)
+    with pytest.raises(li.Unrenderable, match="over"):  # bounded, templated or not
+        li.render("SELECT 1 " * li.MAX_SQL, values)
 
 
 def test_a_template_file_is_read_inside_the_dag_folder_only(tmp_path: Path) -> None:

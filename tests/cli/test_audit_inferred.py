@@ -151,3 +151,21 @@ def test_without_inference_the_fingerprint_of_a_folder_without_sql_is_unchanged(
     assert "inferred" not in with_it.datasets
     assert with_it.datasets == without.datasets
     assert [r.message for r in with_it.lossiness] == [r.message for r in without.lossiness]
+
+
+@pytest.mark.parametrize("folder", ["example_dags/estate", "tests/fixtures/link_dags"])
+def test_existing_folders_without_sql_keep_their_fingerprint(folder: str) -> None:
+    """The project's own DAG folders, which use no SQL or transfer operator: the same estate, and the
+    same fingerprint, with inference as without it."""
+    from support.helpers import REPO
+
+    from airflow_provider_coremodels.capture.dag_folder import parse_dag_folder
+    from airflow_provider_coremodels.core import audit, build_estate
+    from airflow_provider_coremodels.core.snapshots.document import build_document
+
+    def fingerprint(infer: bool) -> str:
+        parsed = parse_dag_folder(REPO / folder, infer=infer)
+        estate = build_estate(parsed.dags, parsed.tasks, parsed.datasets)
+        return str(build_document(estate, audit(estate))["fingerprint"])
+
+    assert fingerprint(True) == fingerprint(False)
