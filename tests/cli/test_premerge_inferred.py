@@ -104,6 +104,11 @@ def test_dropping_a_table_write_another_team_reads_is_a_break(repo: Path) -> Non
         assert ("build_orders", DAILY, "inferred", "build_orders.build") in removed
         (opened,) = [f for f in change["findingsOpened"] if f["code"] == "asset-unproduced"]
         assert opened["detail"] == "consumers: revenue; inferred from revenue.sum"
+        # SARIF points at the task whose SQL reads the table, in a file the scoped parse did not run
+        (located,) = [x for x in change["locations"] if x["finding"]["code"] == "asset-unproduced"]
+        assert [(at["file"], at.get("line"), at.get("kind")) for at in located["at"]] == [
+            ("finance/reader.py", 7, "task")
+        ]
     assert scoped["change"]["base"]["filesParsed"] == 1  # the writer alone: the reader is the baseline's
     gate = audit(repo, "--baseline", ".coremodels/baseline.json", "--base", "main", "--fail-on-break")
     assert gate.returncode == 1
