@@ -169,3 +169,48 @@ def test_existing_folders_without_sql_keep_their_fingerprint(folder: str) -> Non
         return str(build_document(estate, audit(estate))["fingerprint"])
 
     assert fingerprint(True) == fingerprint(False)
+
+
+HOSTILE = """\
+from datetime import datetime
+
+from airflow.providers.common.sql.operators.sql import SQLExecuteQueryOperator
+from airflow.sdk import DAG
+
+
+class Raises(SQLExecuteQueryOperator):
+    @property
+    def postgres_conn_id(self):  # only the inference asks (the operator has no conn_id here)
+        raise RuntimeError("read me and fail")
+
+
+with DAG(dag_id="hostile", schedule=None, start_date=datetime(2026, 1, 1), description="d",
+         template_searchpath=["/etc", ".."]):
+    Raises(task_id="raises", sql="SELECT 1")
+    SQLExecuteQueryOperator(task_id="huge", conn_id="pg", sql="SELECT 1 FROM t " + "x" * (2 << 20))
+    SQLExecuteQueryOperator(task_id="escapes", conn_id="pg", sql="../outside.sql")
+    SQLExecuteQueryOperator(task_id="fine", conn_id="pg", sql="INSERT INTO ok SELECT * FROM src")
+"""
+
+
+def test_hostile_operators_are_records_of_their_task_and_the_rest_is_read(tmp_path: Path) -> None:
+    """An operator whose connection id raises, a statement over the bound, and a template file outside the
+    DAG folder (a search path of ``/etc`` and ``..``) are each said of their task; nothing outside the
+    folder is read, and the other task of the DAG is inferred as ever."""
+    from airflow_provider_coremodels.capture.dag_folder import parse_dag_folder
+
+    folder = tmp_path / "dags"
+    folder.mkdir()
+    (folder / "hostile.py").write_text(HOSTILE)
+    (tmp_path / "outside.sql").write_text("INSERT INTO stolen SELECT * FROM secrets")
+    parsed = parse_dag_folder(folder, connections=lambda conn: None)
+    assert parsed.dags["import_errors"] == []
+    rows = {(r["task_id"], r["role"], r["uri"]) for r in parsed.datasets["inferred"]}
+    assert rows == {
+        ("fine", "reads", "postgres://<pg>/public/src"),
+        ("fine", "writes", "postgres://<pg>/public/ok"),
+    }
+    said = {r.subject: r.message for r in parsed.lossiness if r.subject}
+    assert said["hostile.raises"] == "task hostile.raises: its operator could not be read (RuntimeError)"
+    assert "is over 1,048,576 characters" in said["hostile.huge"]
+    assert "template file ../outside.sql is not found in the DAG folder" in said["hostile.escapes"]
