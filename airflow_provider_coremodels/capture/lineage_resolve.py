@@ -131,20 +131,32 @@ def environment_lookup(environ: Mapping[str, str] | None = None) -> Lookup:
 
 
 def airflow_lookup(conn_id: str) -> Known | None:
-    """A connection through Airflow's own lookup (secrets backends, then the metadata database);
-    None where it has none or cannot be asked (no database here, say)."""
+    """A connection through Airflow's own lookup: each secrets backend in Airflow's order (the
+    environment, the configured backends, the metadata database), as ``airflow connections get``
+    reads it (the loop of ``hooks.connection_fields``, which stands a floor above capture); None
+    where none has it or none can be asked (no database here, a refusal)."""
     import contextlib
     import sys
 
-    from airflow_provider_coremodels.hooks.connection_fields import _from_metadata_database
+    # one lookup at a time: the stdout redirect is the process's, and two parses (a change's head
+    # and base) resolve at once; interleaved, one would restore the other's redirect for good
+    with _LOOKING_UP, contextlib.redirect_stdout(sys.stderr):  # Airflow's log lines: not our output
+        try:
+            from airflow.configuration import ensure_secrets_loaded
 
-    try:  # Airflow's log lines go to stderr: stdout is the command's output
-        # one lookup at a time: the redirect is the process's, and two parses (a change's head and
-        # base) resolve at once; interleaved, one would restore the other's redirect for good
-        with _LOOKING_UP, contextlib.redirect_stdout(sys.stderr):
-            conn = _from_metadata_database(conn_id)
-    except Exception:  # no backend can answer (no database here, a refusal): the placeholder stays
-        return None
+            backends = list(ensure_secrets_loaded())
+        except Exception:  # an SDK-only install, or no configuration: nothing to ask
+            return None
+        conn = None
+        for backend in backends:
+            try:
+                conn = backend.get_connection(conn_id=conn_id)
+            except Exception as exc:  # not there, or unreachable: the next backend
+                if type(exc).__name__ == "AirflowSecretsBackendAccessDenied":
+                    return None  # an authoritative refusal, as Airflow treats it: no laxer backend asked
+                continue
+            if conn is not None:
+                break
     if conn is None:
         return None
     try:
