@@ -28,6 +28,7 @@ from typing import Any
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture.crawl import reduce_import_error, unseen_deadlines
+from airflow_provider_coremodels.capture.lineage_resolve import Lookup, attach
 from airflow_provider_coremodels.capture.sandbox import (
     AIRFLOW_HOME_INSIDE,
     Isolation,
@@ -97,6 +98,8 @@ def parse_dag_folder(
     hidden: Iterable[str] = (),
     limits: ParseLimits | None = None,
     only: Iterable[str] | None = None,
+    infer: bool = True,
+    connections: Lookup | None = None,
 ) -> FolderArtifacts:
     """Parse the DAG files under ``folder`` as the dag-processor would, each file isolated.
 
@@ -114,7 +117,9 @@ def parse_dag_folder(
     allow list (``--parse-env``), less those in ``withheld_env``; ``hidden``: what the run reads
     or writes, which must not exist in the sandbox (the working directory is always hidden);
     ``only``: the files (paths relative to ``folder``) to parse, of those Airflow lists (a parse
-    scoped to a change); ``files`` then counts those, ``listed`` all.
+    scoped to a change); ``files`` then counts those, ``listed`` all. ``infer``: read the tables
+    SQL and transfer operators read and write (``lineage_inference``), their connections resolved
+    by ``connections`` (default: ``AIRFLOW_CONN_*``, then Airflow's lookup; ``lineage_resolve``).
     """
     started = time.monotonic()
     root = Path(folder)
@@ -148,6 +153,7 @@ def parse_dag_folder(
             "memory": 4 << 30 if memory is None else memory,
             "sandboxed": inside,
             "only": None if only is None else sorted(only),
+            "infer": infer,
             **limits.request(),
         }
         if inside:
@@ -168,6 +174,11 @@ def parse_dag_folder(
         dags["dags"] = [_as_captured(entry) for entry in dags["dags"]]
         dags["import_errors"] = [reduce_import_error(entry) for entry in dags["import_errors"]]
         dags["lossiness"] = []
+        inferred, inference_records = attach(
+            result.get("inferred") or {}, result.get("inference"), connections
+        )
+        if inferred:
+            result["datasets"]["inferred"] = inferred
         return FolderArtifacts(
             dags=dags,
             tasks=result["tasks"],
@@ -180,7 +191,7 @@ def parse_dag_folder(
                 for k, v in result["lines"].items()
                 if isinstance(v, int) and not isinstance(v, bool)
             },
-            lossiness=tuple(_records(result, paused is not None)),
+            lossiness=(*_records(result, paused is not None), *inference_records),
             timings=dict(result.get("timings") or {}),
             isolation=isolation,
             declared={str(k): v for k, v in (result.get("declared") or {}).items() if isinstance(v, dict)},

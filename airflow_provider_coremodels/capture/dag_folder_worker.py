@@ -254,7 +254,35 @@ def _parse_file(path: str, request: dict[str, Any]) -> dict[str, Any]:
             }
         )
     references = _references({d["entry"]["dag_id"]: d.pop("lazy") for d in dags})
-    return {"dags": dags, "import_errors": errors, "references": references}
+    inferred = _infer(bag.dags.values(), request) if dags else {}
+    return {"dags": dags, "import_errors": errors, "references": references, "inferred": inferred}
+
+
+def _inference() -> Any:
+    """The inference module (``lineage_inference.py`` beside this file), loaded from its file, not
+    through the package: the child that ran DAG code meets no state of the provider."""
+    module = sys.modules.get("_coremodels_lineage_inference")
+    if module is None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "_coremodels_lineage_inference", Path(__file__).with_name("lineage_inference.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def _infer(dags: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """Lineage nobody declared, read off the built DAGs' operators (contract 10.3); never fatal."""
+    if not request.get("infer"):
+        return {}
+    try:
+        return dict(_inference().infer(dags, request["folder"]))
+    except Exception:
+        return {}
 
 
 def _references(lazy_dags: dict[str, Any]) -> dict[str, Any]:
@@ -1071,6 +1099,8 @@ def _checked(outcome: Any, path: str, folder: str) -> dict[str, Any] | None:
         for dag_id, record in (declared.items() if isinstance(declared, dict) else ())
         if (kept := _declared_record(record))
     }
+    inferred = outcome.get("inferred")
+    check = _inference().checked if isinstance(inferred, dict) and inferred else None
     return {
         "dags": dags,
         "import_errors": owned,
@@ -1078,6 +1108,7 @@ def _checked(outcome: Any, path: str, folder: str) -> dict[str, Any] | None:
         "lines": found,
         "declared": where,
         "error_lines": at,
+        "inferred": {str(k): check(v) for k, v in inferred.items()} if check and inferred else {},
     }
 
 
@@ -1296,6 +1327,14 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
 
     _dag_bag_class()
     _cache_cron_locales()
+    if request.get("infer"):  # loaded once here, before the children fork, with its SQL parser
+        request["inference"] = _inference().available() or "on"
+        import jinja2.sandbox  # noqa: F401
+
+        if request["inference"] == "on":
+            import openlineage_sql  # noqa: F401  # type: ignore[import-untyped,unused-ignore]
+    else:  # not asked for: nothing to say of it
+        request["inference"] = None
     started = time.time()
     timings = {"start": time.monotonic() - begun}
     with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
@@ -1339,6 +1378,7 @@ def _map(
     lines: dict[str, int] = {}
     declared: dict[str, dict[str, Any]] = {}
     error_lines: dict[str, int] = {}
+    inferred: dict[str, Any] = {}  # dag_id -> task_id -> what it reads and writes (lineage_inference)
     for path, outcome in zip(files, outcomes, strict=True):
         raw = os.path.relpath(path, folder)
         relative = shown(raw)
@@ -1363,6 +1403,8 @@ def _map(
                 lines[dag_id] = outcome["lines"][dag_id]
             if dag_id in outcome.get("declared", {}):
                 declared[dag_id] = outcome["declared"][dag_id]
+            if outcome.get("inferred", {}).get(dag_id):
+                inferred[dag_id] = outcome["inferred"][dag_id]
             dags.append(dag)
     paused = {
         d["entry"]["dag_id"]: known_paused.get(
@@ -1433,6 +1475,8 @@ def _map(
         "duplicates": duplicates,
         "refused": refused,
         "aliases": sorted(assets.aliases),
+        "inferred": {dag_id: inferred[dag_id] for dag_id in sorted(inferred)},
+        "inference": request.get("inference"),
     }
 
 

@@ -304,7 +304,12 @@ def bwrap_command(
             # a directory inside the DAG folder is the folder's (a run from dags/sub must not hide
             # DAG files): only a file the run names there is masked
             command += ["--tmpfs", path, "--remount-ro", path]
-    command += ["--ro-bind", worker, WORKER_INSIDE, "--chdir", "/tmp", "--", python, WORKER_INSIDE]
+    command += ["--ro-bind", worker, WORKER_INSIDE]
+    # the module the worker loads from beside itself to infer lineage (contract 10.3)
+    beside = os.path.join(os.path.dirname(worker), "lineage_inference.py")
+    if os.path.isfile(beside):
+        command += ["--ro-bind", beside, f"{INSIDE}/lineage_inference.py"]
+    command += ["--chdir", "/tmp", "--", python, WORKER_INSIDE]
     return command
 
 

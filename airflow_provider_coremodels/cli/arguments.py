@@ -258,6 +258,17 @@ RETENTION = (
     ),
 )
 
+#: export: the deployment's DAG folder, from which lineage nobody declared is inferred (docs/lineage.md).
+INFER_FROM = ArgSpec(
+    ("--dag-folder",),
+    {
+        "metavar": "DIR",
+        "help": "the deployment's DAG folder: infer the tables its SQL and transfer operators read and write "
+        "(parsed in a sandbox, no task run; docs/lineage.md); without it the snapshot says that inferred "
+        "lineage needs the DAG folder",
+    },
+)
+
 DEPLOYMENT = ArgSpec(
     ("--deployment",),
     {
@@ -789,6 +800,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
             RULES,
             *FRESHNESS,
             DEPLOYMENT,
+            INFER_FROM,
             FORMAT,
             *OPENLINEAGE,
             FAIL_ON_ARG,

@@ -398,6 +398,7 @@ def export(args: argparse.Namespace) -> int:
         deployment=args.deployment or (None if args.base_url else _conn_id(args)),
         history_keep=args.history_keep,
         history_max_age_days=args.history_max_age,
+        dag_folder=args.dag_folder,
         **_openlineage_defaults(args),
     )
     team_first(args, settings.policy)

@@ -19,7 +19,8 @@ from urllib.parse import urlsplit
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.capture import AirflowApiClient, CaptureSummary, capture
-from airflow_provider_coremodels.capture.crawl import ProgressCallback
+from airflow_provider_coremodels.capture.crawl import Capture, ProgressCallback
+from airflow_provider_coremodels.capture.lineage_resolve import NEEDS_FOLDER, is_inference_record
 from airflow_provider_coremodels.core import (
     Baseline,
     Estate,
@@ -129,6 +130,8 @@ class ExportSettings:
     history_max_age_days: float | None = None
     openlineage_events: str | None = None
     openlineage_namespaces: Sequence[str] = ()
+    #: the deployment's DAG folder: lineage nobody declared is inferred from it (docs/lineage.md)
+    dag_folder: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sinks", tuple(uri_list(self.sinks)))
@@ -173,6 +176,7 @@ class ExportSettings:
             deployment=self.deployment,
             progress=progress,
             policy=self.policy,
+            dag_folder=self.dag_folder,
         )
 
 
@@ -387,15 +391,18 @@ def export(
     deployment: str | None = None,
     progress: ProgressCallback | None = None,
     policy: Policy | None = None,
+    dag_folder: str | None = None,
 ) -> ExportResult:
     """Capture the estate behind ``client``, audit it against the sinks' baseline, push to every sink.
 
     Freshness is judged at ``now`` (default: the capture time) with ``stale_tolerance`` (default 2).
     ``deployment`` names the deployment in the document's state. When a sink fails, every other
     sink is still written, then ``SinksFailed`` is raised, carrying the result. ``policy`` is the
-    team's rules.
+    team's rules. ``dag_folder``: the deployment's DAG folder, from which the tables its SQL and
+    transfer operators read and write are inferred (a parse in the sandbox, ``infer_from_folder``).
     """
     captured = capture(client, keep_asset_extra=include_asset_extra, progress=progress)
+    infer_from_folder(captured, dag_folder)
     estate = captured.estate(include_asset_extra=include_asset_extra)
     if deployment:
         estate = dataclasses.replace(estate, state=dataclasses.replace(estate.state, deployment=deployment))
@@ -416,6 +423,33 @@ def export(
     exported = ExportResult(document, captured.summary, push_all(sinks, document), changes)
     raise_for_sinks(exported)
     return exported
+
+
+def infer_from_folder(captured: Capture, dag_folder: str | None, *, sandbox: str = "auto") -> None:
+    """Add to the capture the lineage inferred from the deployment's DAG folder (contract 10.3): the
+    folder parsed as ``audit --dag-folder`` parses it, in the sandbox, and only its inferred part
+    kept (the REST API stays the truth of DAGs, tasks and declared assets). Without a folder, or
+    where the capture has no assets to add to, one lossiness record says what is missing."""
+    records = captured.dags.setdefault("lossiness", [])
+    if not dag_folder:
+        records.append({"artifact": "datasets", "message": NEEDS_FOLDER})
+        return
+    if not isinstance(captured.datasets, dict):
+        records.append(
+            {"artifact": "datasets", "message": "the assets could not be captured: no lineage is inferred"}
+        )
+        return
+    from airflow_provider_coremodels.capture.dag_folder import parse_dag_folder
+
+    parsed = parse_dag_folder(dag_folder, sandbox=sandbox)
+    inferred = parsed.datasets.get("inferred")
+    if inferred:
+        captured.datasets["inferred"] = inferred
+    for record in parsed.lossiness:  # the inference's own records; the parse's others are no capture's
+        if is_inference_record(record):
+            records.append(
+                {"artifact": record.artifact, "message": record.message, "subject": record.subject}
+            )
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,10 @@ class CoreModelsExportOperator(BaseOperator):
         ``history/`` (0, the default, keeps all); ``latest.json``'s twin is always kept.
     :param history_max_age_days: and remove the entries captured more than this many days before
         this capture (None, the default: no age limit).
+    :param dag_folder: the deployment's DAG folder, from which the tables its SQL and transfer
+        operators read and write are inferred (parsed in a sandbox, no task run; docs/lineage.md);
+        ``True`` for the folder this worker has (``[core] dags_folder``). Without it (the default)
+        the snapshot says in one lossiness record that inferred lineage needs the DAG folder.
 
     The capture, and each push, retry within a budget: 30 minutes, or three quarters of the task's
     ``execution_timeout`` where that is less, so that one which cannot finish fails the task saying
@@ -121,6 +125,7 @@ class CoreModelsExportOperator(BaseOperator):
         "waivers",
         "rules",
         "deployment",
+        "dag_folder",
     )
     ui_color = "#e8f1fb"
     operator_extra_links = (CoreModelsPageLink(),)
@@ -146,6 +151,7 @@ class CoreModelsExportOperator(BaseOperator):
         metrics: bool = True,
         history_keep: int = 0,
         history_max_age_days: float | None = None,
+        dag_folder: str | bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -168,6 +174,7 @@ class CoreModelsExportOperator(BaseOperator):
         self.coremodels_page_url: str | None = None  # set once a snapshot is pushed: the task's link
         self.history_keep = history_keep
         self.history_max_age_days = history_max_age_days
+        self.dag_folder = dag_folder
         self._client: AirflowApiClient | None = None
 
     def on_kill(self) -> None:
@@ -182,6 +189,14 @@ class CoreModelsExportOperator(BaseOperator):
     def _waivers(self) -> tuple[Waiver, ...]:
         """Read the waivers before anything is captured: a malformed file fails the task at once."""
         return operator_waivers(self.waivers)
+
+    def _dag_folder(self) -> str | None:
+        """The folder to infer lineage from: the one given, or this worker's for ``True``."""
+        if self.dag_folder is True:
+            from airflow.configuration import conf
+
+            return conf.get("core", "dags_folder")
+        return self.dag_folder or None
 
     def execute(self, context: Context) -> dict[str, Any]:
         from airflow_provider_coremodels.jobs.export import ExportSettings
@@ -202,6 +217,7 @@ class CoreModelsExportOperator(BaseOperator):
                 deployment=self.deployment or self.airflow_api_conn_id,
                 history_keep=self.history_keep,
                 history_max_age_days=self.history_max_age_days,
+                dag_folder=self._dag_folder(),
             )
             policy = settings.policy
             routes = team_routes(

@@ -41,6 +41,7 @@ from airflow_provider_coremodels.core.reading.conflicts import AssetConflict, re
 from airflow_provider_coremodels.core.reading.dag_links import describe as describe_link
 from airflow_provider_coremodels.core.reading.dag_links import link_findings
 from airflow_provider_coremodels.core.reading.freshness import FreshnessStatus, judge, parse_time
+from airflow_provider_coremodels.core.reading.inferred import inferred_note
 
 DEFAULT_OWNER = "airflow"
 
@@ -345,6 +346,7 @@ def asset_unproduced(
     detail = "consumers: " + ", ".join(described) + notes.on_consumers(asset.identity, described)
     for file, producers in broken or ():
         detail += f"; its producer {', '.join(producers)} does not import ({file.file})"
+    detail += inferred_note(sides.consumers)
     return make_finding("asset-unproduced", asset.identity, detail + watchers_note(asset))
 
 
@@ -369,7 +371,8 @@ def paused_producer(
     if not active:
         return None
     detail = f"producers: {', '.join(sorted(producers))}; active consumers: {', '.join(active)}"
-    return make_finding("paused-producer", asset.identity, detail + notes(asset.identity, active))
+    said = detail + notes(asset.identity, active) + inferred_note([*sides.producers, *sides.consumers])
+    return make_finding("paused-producer", asset.identity, said)
 
 
 def asset_conflicts(dags: Mapping[str, Dataset]) -> Iterator[Finding]:
@@ -544,7 +547,7 @@ def _edge_detail(edge: Edge) -> str:
     if edge.dag_link:
         return describe_link(edge)
     role = "produces" if edge.producing else ("reads (task inlet)" if edge.via == VIA_INLET else "consumes")
-    return f"DAG {edge.dag_id} {role} asset {edge.asset}"
+    return f"DAG {edge.dag_id} {role} asset {edge.asset}" + inferred_note([edge])
 
 
 def _field_drift(dag: Dataset, before: Dataset, *, known_now: bool, known_then: bool) -> Iterator[Finding]:

@@ -180,11 +180,19 @@ class _Places:
         if edge.dag_link:
             kind = "triggers" if edge.via == VIA_TRIGGER else "sensors"
             return self.spot(edge.link_owner, [kind], [self.parsed_id(edge.link_target), edge.link_target])
+        if edge.inferred:  # read off a task's code: the task that reads or writes the table
+            return self.spot(edge.dag_id, ["tasks"], _source_tasks(edge, self.parsed_id(edge.dag_id)))
         names = self.asset_names(edge.asset)
         if edge.producing:
             return self.spot(edge.dag_id, ["outlets"], names)
         kinds = ["inlets", "schedule"] if edge.via == VIA_INLET else ["schedule", "inlets"]
         return self.spot(edge.dag_id, kinds, names)
+
+
+def _source_tasks(edge: Edge, dag_id: str) -> list[str]:
+    """The task ids an inferred edge's ``source`` names (``<dag_id>.<task_id>``, comma-joined)."""
+    prefix = dag_id + "."
+    return [s[len(prefix) :] for s in (edge.source or "").split(", ") if s.startswith(prefix)]
 
 
 def locate(

@@ -109,6 +109,9 @@ VIA_INLET = "inlet"  # a task inlet that does not schedule the DAG
 VIA_ALIAS = "alias:"  # + the alias's name: resolved through an AssetAlias
 VIA_TRIGGER = "trigger"  # DAG to DAG: a TriggerDagRunOperator; the triggered DAG depends on its DAG
 VIA_SENSOR = "sensor"  # DAG to DAG: an ExternalTaskSensor; its DAG depends on the DAG it waits on
+#: Read off a SQL or transfer operator's code, not declared (contract 10.3); the edge's ``source``
+#: names the tasks, ``<dag_id>.<task_id>``.
+VIA_INFERRED = "inferred"
 #: How an edge between two DAGs is learned: no other edge joins two datasets of one kind.
 DAG_LINK_VIAS = (VIA_TRIGGER, VIA_SENSOR)
 
@@ -147,16 +150,39 @@ class Edge:
     via: str | None = None
     #: In a merged estate: the asset's lineage spans deployments (it is the join between them).
     cross_deployment: bool = False
+    #: An inferred edge's tasks, ``<dag_id>.<task_id>`` (several joined with ", ").
+    source: str | None = None
 
     @classmethod
-    def produces(cls, dag_id: str, uri: str, *, external: bool = False, via: str | None = None) -> Edge:
+    def produces(
+        cls,
+        dag_id: str,
+        uri: str,
+        *,
+        external: bool = False,
+        via: str | None = None,
+        source: str | None = None,
+    ) -> Edge:
         """The DAG produces the asset: the asset depends on it."""
-        return cls(uri, ASSET, dag_id, DAG, external, via)
+        return cls(uri, ASSET, dag_id, DAG, external, via, source=source)
 
     @classmethod
-    def consumes(cls, dag_id: str, uri: str, *, external: bool = False, via: str | None = None) -> Edge:
+    def consumes(
+        cls,
+        dag_id: str,
+        uri: str,
+        *,
+        external: bool = False,
+        via: str | None = None,
+        source: str | None = None,
+    ) -> Edge:
         """The DAG consumes the asset: it depends on the asset."""
-        return cls(dag_id, DAG, uri, ASSET, external, via)
+        return cls(dag_id, DAG, uri, ASSET, external, via, source=source)
+
+    @property
+    def inferred(self) -> bool:
+        """Read off an operator's code rather than declared (contract 10.3)."""
+        return self.via == VIA_INFERRED
 
     @classmethod
     def link(cls, dependent: str, depends_on: str, via: str, *, external: bool = False) -> Edge:

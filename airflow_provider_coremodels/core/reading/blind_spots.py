@@ -20,6 +20,7 @@ from operator import attrgetter
 from typing import Any
 
 from airflow_provider_coremodels.core.estate.model import (
+    VIA_INFERRED,
     VIA_INLET,
     WATCHED_KEY,
     WATCHED_UNKNOWN,
@@ -34,6 +35,9 @@ _NATIVE_TYPE = attrgetter("native_type")
 
 #: The task class behind an ``@asset`` function (``airflow.sdk``): its DAG is named after the asset.
 ASSET_FUNCTION_CLASS = "_AssetMainOperator"
+
+
+_READS = (VIA_INLET, VIA_INFERRED)
 
 
 def unseen_watchers(
@@ -51,7 +55,8 @@ def unseen_watchers(
     """
     scheduled: dict[str, list[str]] = {}
     for edge in edges:
-        if not edge.dag_link and not edge.producing and edge.via != VIA_INLET and not edge.external:
+        # a task inlet or an inferred read schedules nothing, so no watcher works for it
+        if not edge.dag_link and not edge.producing and edge.via not in _READS and not edge.external:
             scheduled.setdefault(edge.asset, []).append(edge.dag_id)
     listed = any("watchers" in raw for raw in entries if isinstance(raw, dict))
     unknown = []

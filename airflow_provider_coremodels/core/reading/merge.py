@@ -236,10 +236,18 @@ def renamed_edge(deployment: str, edge: Edge) -> Edge:
         )
     if edge.producing:
         return Edge.produces(
-            merged_id(deployment, edge.depends_on), edge.dependent, external=edge.external, via=edge.via
+            merged_id(deployment, edge.depends_on),
+            edge.dependent,
+            external=edge.external,
+            via=edge.via,
+            source=edge.source,
         )
     return Edge.consumes(
-        merged_id(deployment, edge.dependent), edge.depends_on, external=edge.external, via=edge.via
+        merged_id(deployment, edge.dependent),
+        edge.depends_on,
+        external=edge.external,
+        via=edge.via,
+        source=edge.source,
     )
 
 
@@ -264,6 +272,7 @@ def _crossing(edge: Edge) -> Edge:
         edge.external,
         edge.via,
         True,
+        edge.source,
     )
 
 

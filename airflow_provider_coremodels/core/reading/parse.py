@@ -9,6 +9,7 @@ an artifact is type-checked here, so arbitrary JSON never raises anything but
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -70,6 +71,7 @@ from airflow_provider_coremodels.core.reading.dag_links import no_graph as _no_g
 from airflow_provider_coremodels.core.reading.dag_links import read_links
 from airflow_provider_coremodels.core.reading.deadlines import deadline_text
 from airflow_provider_coremodels.core.reading.freshness import positive_number, read_freshness
+from airflow_provider_coremodels.core.reading.inferred import read_inferred
 from airflow_provider_coremodels.core.reading.owner_links import owner_links_text
 from airflow_provider_coremodels.core.reading.references import (
     UNCHECKED,
@@ -251,6 +253,7 @@ class _Assets(TypedDict, total=False):
     recent_events: Any  # before Airflow 3.1: the newest events, within a window (freshness.py)
     inactive_assets: list[_Asset]  # refused twins, before the scheduler warns (conflicts.py)
     dependencies: Any  # GET /ui/dependencies: what the DAGs' code declares (references.py)
+    inferred: Any  # a DAG-folder parse's lineage read off operators' code (inferred.py)
 
 
 class _AssetsWithExtra(TypedDict, total=False):
@@ -261,6 +264,7 @@ class _AssetsWithExtra(TypedDict, total=False):
     recent_events: Any
     inactive_assets: list[_Asset]
     dependencies: Any
+    inferred: Any
 
 
 class _DagId(TypedDict, total=False):
@@ -449,6 +453,8 @@ def build_estate(
     conditions = _parse_conditions(dag_raws, assets, lineage, records, usable, broken_of)
     twins = refused_twins(_asset_entries(datasets) or (), _inactive_entries(datasets)) if usable else {}
     conflicts = _asset_conflicts(dags, dag_raws.keys(), records, twins)
+    if isinstance(datasets, dict) and datasets.get("inferred"):
+        read_inferred(datasets["inferred"], lineage, assets, records, asset_name)
     records.extend(lineage.withheld_records())
     entries = (_asset_entries(datasets) or []) if usable else []
     api = state.api_version if state is not None else _infer_api(raw_dags, datasets)
@@ -877,17 +883,19 @@ class _Lineage:
         self._dropped: dict[str, dict[str, set[str]]] = {}  # dag_id -> role -> asset URIs
         self._sorted: tuple[Edge, ...] | None = None  # edges(), until an edge is added
 
-    def produces(self, dag_id: str, uri: str, via: str | None = None) -> None:
+    def produces(self, dag_id: str, uri: str, via: str | None = None, source: str | None = None) -> None:
         if dag_id in self.withheld:
             self._drop(dag_id, "producer", uri)
         else:
-            self._add(Edge.produces(dag_id, uri, external=dag_id not in self.described, via=via))
+            external = dag_id not in self.described
+            self._add(Edge.produces(dag_id, uri, external=external, via=via, source=source))
 
-    def consumes(self, dag_id: str, uri: str, via: str | None = None) -> None:
+    def consumes(self, dag_id: str, uri: str, via: str | None = None, source: str | None = None) -> None:
         if dag_id in self.withheld:
             self._drop(dag_id, "inlet" if via == VIA_INLET else "consumer", uri)
         else:
-            self._add(Edge.consumes(dag_id, uri, external=dag_id not in self.described, via=via))
+            external = dag_id not in self.described
+            self._add(Edge.consumes(dag_id, uri, external=external, via=via, source=source))
 
     def has_producer(self, dag_id: str, uri: str) -> bool:
         return (uri, ASSET, dag_id, DAG) in self._edges or uri in self._dropped.get(dag_id, {}).get(
@@ -901,6 +909,11 @@ class _Lineage:
         held = self._edges.get(edge.key)
         if held is None or _directness(edge) < _directness(held):
             self._edges[edge.key] = edge
+            self._sorted = None
+        elif held.inferred and edge.inferred and edge.source and edge.source != held.source:
+            # one edge inferred from several tasks of the DAG names each of them
+            tasks = sorted({*(held.source or "").split(", "), *edge.source.split(", ")} - {""})
+            self._edges[edge.key] = dataclasses.replace(held, source=", ".join(tasks))
             self._sorted = None
 
     def _drop(self, dag_id: str, role: str, uri: str) -> None:
@@ -941,8 +954,9 @@ class _Lineage:
         return records
 
 
-def _directness(edge: Edge) -> tuple[bool, str]:
-    return (edge.via is not None, edge.via or "")
+def _directness(edge: Edge) -> tuple[bool, bool, str]:
+    """Declared before inferred: what the DAG says of itself wins over what its code suggests."""
+    return (edge.inferred, edge.via is not None, edge.via or "")
 
 
 def _parse_datasets(

@@ -96,6 +96,8 @@ def edge_json(edge: Edge) -> dict[str, Any]:
         out["via"] = edge.via
     if edge.cross_deployment:
         out["crossDeployment"] = True
+    if edge.source is not None:
+        out["source"] = edge.source
     return out
 
 
@@ -508,6 +510,7 @@ class _StoredEdge(msgspec.Struct, rename="camel", gc=False):
     external: bool = False
     via: str | None = None
     cross_deployment: bool = False
+    source: str | None = None
 
 
 class _StoredLossiness(msgspec.Struct, gc=False):
@@ -626,6 +629,7 @@ def _read_typed(data: bytes | str) -> StoredSnapshot | None:
             e.external,
             e.via,
             e.cross_deployment,
+            e.source,
         )
         for e in doc.lineage
     ]
@@ -792,6 +796,7 @@ class _Reader:
             self.flag(raw, "external", where),
             via,
             self.flag(raw, "crossDeployment", where),
+            self.opt_str(raw, "source", where),
         )
 
     def broken_file(self, raw: Any, where: str) -> BrokenFile:

@@ -43,6 +43,8 @@ _NODE_KINDS = {"dag": ("dag",), "asset": ("asset",), "dataset": ("dag", "asset")
 BROKEN_VIA = "last produced; does not import"
 #: The labels of links between two DAGs (a trigger, a sensor): drawn in a style of their own.
 LINK_VIAS = ("trigger", "sensor")
+#: An edge read off a SQL or transfer task's code (the model's ``VIA_INFERRED``), drawn dashed.
+VIA_INFERRED = "inferred"
 _LINK_COLOUR = "#bf8700"
 #: The findings that mark an asset stale in every picture.
 _STALE_CODES = frozenset(("asset-stale", "producer-failing"))
@@ -224,7 +226,9 @@ class LineageGraph:
             dag_key, asset_key = _key("dag", dag_id), _key("asset", asset_id)
             pair = (dag_key, asset_key) if producing else (asset_key, dag_key)
             edges.add(pair)
-            if edge.get("via"):
+            if edge.get("via") == VIA_INFERRED and isinstance(edge.get("source"), str):
+                vias[pair] = f"{VIA_INFERRED} from {edge['source']}"  # the task, where the reader looks
+            elif edge.get("via"):
                 vias[pair] = str(edge["via"])
             if edge.get("crossDeployment") is True:
                 crossing.add(pair)
@@ -376,6 +380,9 @@ class LineageGraph:
         links = sum(1 for edge in self.edges if self.via.get(edge) in LINK_VIAS)
         if links:
             parts[-1] += f" ({_plural(links, 'trigger or sensor link')})"
+        inferred = sum(1 for edge in self.edges if self.via.get(edge, "").startswith(VIA_INFERRED))
+        if inferred:  # the legend every drawing carries: these were read off code, not declared
+            parts[-1] += f" ({inferred} inferred from SQL or transfer tasks' code, dashed)"
         line = ", ".join(parts)
         if self.hidden_dags:
             line += f"; {_plural(len(self.hidden_dags), 'DAG')} without asset lineage not shown"

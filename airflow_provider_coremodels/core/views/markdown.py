@@ -293,9 +293,17 @@ def _lineage_section(document: Mapping[str, Any], max_nodes: int) -> list[str]:
             "of one DAG or asset with `airflow coremodels lineage --around ID`.",
             "",
         ]
+    legend = (
+        "Producing DAG → asset → consuming DAG. Dashed grey: paused or external; red border: open findings."
+    )
+    if any(via.startswith("inferred") for via in graph.via.values()):
+        legend += (
+            " A dashed arrow labelled `inferred from <dag_id>.<task_id>` was read off that task's SQL or"
+            " transfer arguments, not declared (see docs/lineage.md)."
+        )
     return [
         *out,
-        "Producing DAG → asset → consuming DAG. Dashed grey: paused or external; red border: open findings.",
+        legend,
         "",
         "```mermaid",
         to_mermaid(graph),
