@@ -10,6 +10,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 # -- secrets ------------------------------------------------------------------------------
 
@@ -42,16 +43,23 @@ class Secrets:
         with self._lock:
             self._values.clear()
 
-    def scrub(self, text: str) -> str:
+    def values(self) -> tuple[str, ...]:
+        """The secrets, longest first (a secret inside another is replaced after it)."""
         with self._lock:
-            values = sorted(self._values, key=len, reverse=True)
-        for value in values:
-            if value in text:
-                text = text.replace(value, "***")
-        return text
+            return tuple(sorted(self._values, key=len, reverse=True))
+
+    def scrub(self, text: str) -> str:
+        return _replace_values(text, self.values())
 
 
 SECRETS = Secrets()
+
+
+def _replace_values(text: str, values: tuple[str, ...]) -> str:
+    for value in values:
+        if value in text:
+            text = text.replace(value, "***")
+    return text
 
 
 class _Scrubbing(logging.Filter):
@@ -101,11 +109,16 @@ _PEM = re.compile(
 )
 #: A JWT (or JWE): base64url JSON (``eyJ`` is ``{"``) and its dot-separated parts; a cut one too.
 _JWT = re.compile(r"(?<![\w-])eyJ[\w-]{10,8192}(?:\.[\w-]{0,8192}){0,4}")
-#: Tokens whose shape names their issuer: Slack, GitHub, GitLab, Stripe, OpenAI-style, Google API keys.
+#: Tokens whose shape names their issuer: Slack, GitHub, GitLab, Stripe, OpenAI-style, Google API keys
+#: and OAuth access tokens (``ya29.``), AWS session tokens (base64 of their fixed first bytes). An
+#: OpenAI-style ``sk-`` key holds a capital and a digit within its first 40 characters, as random
+#: ones do and a DAG id (``sk-learn_features_daily``) does not.
 _TOKENS = re.compile(
     r"(?<![\w-])(?:xox[abposre]-[A-Za-z0-9-]{10,512}|gh[pousr]_[A-Za-z0-9]{30,255}"
     r"|github_pat_\w{22,255}|glpat-[\w-]{20,255}|[sr]k_live_[A-Za-z0-9]{16,255}"
-    r"|sk-(?:proj-|ant-)?[\w-]{20,512}|AIza[\w-]{35})(?![\w-])"
+    r"|sk-(?:proj-|ant-)?(?=[\w-]{0,40}[A-Z])(?=[\w-]{0,40}[0-9])[\w-]{20,512}|AIza[\w-]{35}"
+    r"|ya29\.[\w-]{20,4096})(?![\w-])"
+    r"|(?<![A-Za-z0-9/+=])(?:IQoJb3JpZ2lu|FwoGZXIvYXdz)[A-Za-z0-9/+]{40,8192}={0,2}"
 )
 _AWS_IDS = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA", "ASCA")
 #: An AWS access key id, and the 40-character secret that follows one within 60 characters.
@@ -186,7 +199,10 @@ _SHAPES = (
     _Shape(("-----begin",), _PEM, _pem),
     _Shape(("eyj",), _JWT, _whole),
     _Shape(
-        ("xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "k_live_", "sk-", "aiza"),
+        (
+            *("xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "k_live_", "sk-"),
+            *("aiza", "ya29.", "iqojb3jpz2lu", "fwogzxivyxdz"),
+        ),
         _TOKENS,
         _whole,
     ),
@@ -222,3 +238,85 @@ def scrub_credentials(text: str) -> str:
             if scrubbed != text:
                 text, lower = scrubbed, scrubbed.lower()
     return text
+
+
+# -- the one scrubber ---------------------------------------------------------------------------
+
+
+def scrub(text: str) -> str:
+    """``text`` without the secrets this run knows (``SECRETS``) nor credential shapes
+    (``scrub_credentials``): what every error line, log line and quoted answer goes through."""
+    return scrub_credentials(SECRETS.scrub(text))
+
+
+#: Keys whose values name something other items refer to (DAG and task ids, asset URIs, files):
+#: scrubbed of credential shapes only, never of the run's own secrets. A short password (``admin``)
+#: would otherwise turn ``admin_reports`` into ``***_reports`` and break every join on it; Airflow
+#: keeps ids to letters, digits, ``.``, ``-`` and ``_``, and drops a password from an asset's URI.
+IDENTIFIER_KEYS = frozenset(
+    {
+        "dag_id",
+        "task_id",
+        "source_dag_id",
+        "source_task_id",
+        "dag_run_id",
+        "run_id",
+        "source_run_id",
+        "uri",
+        "dataset_uri",
+        "asset_uri",
+        "fileloc",
+        "relative_fileloc",
+        "filename",
+        "bundle_name",
+    }
+)
+#: A key whose name ends in a credential's (``password``, ``db_password``, ``api_key``,
+#: ``client_secret``, ``file_token``; not ``token_count``): its string value is a credential
+#: whatever it looks like, and is replaced whole.
+_CREDENTIAL_KEY = re.compile(
+    r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|account[_-]?key"
+    r"|private[_-]?key|secret[_-]?key|(?<![a-z0-9])(?:pwd|sig)|credential)s?$",
+    re.IGNORECASE,
+)
+
+
+def scrub_answer(answer: Any) -> Any:
+    """``answer`` (a decoded JSON answer) with every string in it scrubbed, in place where it is a
+    list or an object, and returned: the one scrub of what a server writes, applied where an answer
+    is taken in, before anything holds it. Free text (descriptions, docs, alert names, errors,
+    extras) loses the run's secrets and credential shapes; identifiers (``IDENTIFIER_KEYS``)
+    credential shapes only; a value under a credential's key (``"password": ...``) is replaced whole.
+    Keys are kept. Deterministic, so an unchanged estate keeps its fingerprint."""
+    secrets = SECRETS.values()
+
+    def text(value: str, key: Any) -> str:
+        if isinstance(key, str):
+            if key in IDENTIFIER_KEYS:
+                return scrub_credentials(value)
+            if value and _CREDENTIAL_KEY.search(key) and len(key) <= 64:
+                return REPLACED
+        return scrub_credentials(_replace_values(value, secrets))
+
+    if isinstance(answer, str):
+        return text(answer, None)
+    stack: list[Any] = [answer]
+    while stack:  # an explicit stack: an answer's nesting is bounded by its decoder, not by recursion here
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, str):
+                    clean = text(value, key)
+                    if clean is not value and clean != value:
+                        node[key] = clean
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                if isinstance(value, str):
+                    clean = text(value, None)
+                    if clean != value:
+                        node[index] = clean
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+    return answer
