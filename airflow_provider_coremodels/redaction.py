@@ -120,6 +120,9 @@ _TOKENS = re.compile(
     r"|ya29\.[\w-]{20,4096})(?![\w-])"
     r"|(?<![A-Za-z0-9/+=])(?:IQoJb3JpZ2lu|FwoGZXIvYXdz)[A-Za-z0-9/+]{40,8192}={0,2}"
 )
+#: An Azure storage account key on its own: 64 bytes in base64, 86 characters and ``==``, a whole
+#: run (what is not a key but has its shape, a SHA-512 digest in base64, goes too).
+_AZURE_KEY = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{86}==(?![A-Za-z0-9/+=])")
 _AWS_IDS = ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA", "AROA", "APKA", "ASCA")
 #: An AWS access key id, and the 40-character secret that follows one within 60 characters.
 _AWS_PAIR = re.compile(
@@ -137,7 +140,7 @@ _BEARER = r"(?<![\w-])(bearer\s{1,4})[\w.~+/-]{16,}=*"
 #: Case-blind. A word right after a ``/`` is a URL's path (``.../auth/token: HTTP 401``), no name.
 _ASSIGNED = (
     r"((?<!/)(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|account[_-]?key"
-    r"|private[_-]?key|secret[_-]?key|(?<![a-z0-9])(?:pwd|sig))s?(?![a-z0-9_])"
+    r"|private[_-]?key(?:[_-]?id)?|secret[_-]?key|(?<![a-z0-9])(?:pwd|sig))s?(?![a-z0-9_])"
     r"[\"']?\s{0,4}(?:=>|:=|==?|:)\s{0,4})"
     r"(\"(?:[^\"\\\n]|\\.){1,256}\"|'(?:[^'\\\n]|\\.){1,256}'|(?![\"'])[^\s\"',;&)}\]>]+)"
 )
@@ -207,6 +210,7 @@ _SHAPES = (
         _whole,
     ),
     _Shape(tuple(prefix.lower() for prefix in _AWS_IDS), _AWS_PAIR, _aws),
+    _Shape(("==",), _AZURE_KEY, _whole),
     _Shape(("hooks.slack",), _SLACK_HOOK, _keep),
     _Shape(("://",), _URL_USERINFO, _keep, needs=("@",)),
     _Shape(("authorization",), _AUTHORIZATION, _keep, needs=(":", "=")),
@@ -222,7 +226,8 @@ def scrub_credentials(text: str) -> str:
     style assignments (``secret``, ``token``, ``api_key``, ``AccountKey``, ``PWD``, ``sig``; JSON and
     dict forms too), ``Authorization`` values and bearer tokens, JWTs, private-key PEM blocks (the
     markers kept), AWS access key ids and the secret next to one, and issuer-shaped tokens (Slack,
-    GitHub, GitLab, Stripe, OpenAI-style, Google API keys, Slack webhooks).
+    GitHub, GitLab, Stripe, OpenAI-style, Google API keys and ``ya29.`` tokens, AWS session tokens,
+    Slack webhooks, an Azure storage key on its own).
 
     What names the credential stays (``password=***``, ``postgresql://etl:***@db``), so the text
     still says what failed. Deterministic and idempotent, linear on any text; text that holds none
@@ -276,7 +281,7 @@ IDENTIFIER_KEYS = frozenset(
 #: whatever it looks like, and is replaced whole.
 _CREDENTIAL_KEY = re.compile(
     r"(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|account[_-]?key"
-    r"|private[_-]?key|secret[_-]?key|(?<![a-z0-9])(?:pwd|sig)|credential)s?$",
+    r"|private[_-]?key(?:[_-]?id)?|secret[_-]?key|(?<![a-z0-9])(?:pwd|sig)|credential)s?$",
     re.IGNORECASE,
 )
 
