@@ -38,6 +38,8 @@ SESSION_TOKEN = (
 GOOGLE_TOKEN = "ya29.a0AfB_byCmCanaryGoogleAccessToken-q8W2eR5tY7uI9oP1aS3dF5gH7jK9lZ0xC2vB4nM6"
 GITHUB_PAT = "github_pat_11ABCDEFG0cmCanaryFineGrained_0123456789abcdefghijklmnopqrstuvwxyzABCDEFGH"
 SA_KEY_ID = "0f1e2d3c4b5a69788796a5b4c3d2e1f0cmCanary"
+#: As random as a real Azure storage key (64 random bytes in base64), so an entropy test can see it.
+AZURE_RANDOM_KEY = "vOXwKxUMliMZm7OSnEWatXx/+srfdqHBJWdhHadWhvriFS7DbuOMqMjVOFcw2ujct4d0yduSQPHToxcGwoeG9w=="
 
 SECRET_TEXTS: tuple[SecretText, ...] = (
     SecretText(
@@ -127,8 +129,8 @@ SECRET_TEXTS: tuple[SecretText, ...] = (
     ),
     SecretText(
         "Azure storage key alone",
-        f"Rotated the lake's storage key; the old one was {AZURE_KEY}",
-        (AZURE_KEY,),
+        f"Rotated the lake's storage key; the old one was {AZURE_RANDOM_KEY}",
+        (AZURE_RANDOM_KEY,),
     ),
     SecretText(
         "basic auth header",
