@@ -5,6 +5,8 @@ Import-light (the standard library only): every layer that writes text may use i
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import re
 import sys
@@ -37,6 +39,31 @@ class Secrets:
             mask = sys.modules["airflow.sdk.log"].mask_secret
             for value in fresh:
                 mask(value)
+
+    def add_connection(self, conn: Any) -> None:
+        """An Airflow connection's secrets: its password, and every string in its extra under a
+        credential's name (``aws_secret_access_key``, ``token``, ``client_secret``, a service
+        account's ``private_key``), however deep. Called where every connection is read
+        (``hooks.connection_fields``), so the API's, the sinks' and the endpoint's are all known."""
+        self.add(getattr(conn, "password", None))
+        try:
+            extra = conn.extra_dejson
+        except Exception:  # an extra that is not JSON: Airflow says so where it is used
+            return
+        stack: list[Any] = [extra]
+        while stack:
+            node = stack.pop()
+            items = (
+                node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+            )
+            for key, value in items:
+                if isinstance(value, str) and isinstance(key, str) and _CREDENTIAL_KEY.search(key):
+                    self.add(value)
+                elif isinstance(value, str) and value.startswith("{") and len(value) < 1_000_000:
+                    with contextlib.suppress(ValueError, RecursionError):  # JSON in a string: Google's keyfile_dict
+                        stack.append(json.loads(value))
+                elif isinstance(value, dict | list):
+                    stack.append(value)
 
     def clear(self) -> None:
         """Forget every secret: for a process that runs many captures (the test suite)."""

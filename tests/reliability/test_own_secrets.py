@@ -268,3 +268,39 @@ def test_identifiers_keep_the_run_secrets_free_text_loses_them(key: str, value: 
 
     SECRETS.add("admin")
     assert scrub_answer({"items": [{key: value}]}) == {"items": [{key: kept}]}
+
+
+def test_every_connection_read_registers_its_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one door every connection comes through (``connection_fields``): a sink's, an
+    endpoint's or a cloud's connection has its password and the credentials in its extra (nested,
+    or in a JSON string as Google's ``keyfile_dict``) registered, and so scrubbed from anything a
+    server writes back; an ordinary extra (a region, a timeout) is not."""
+    from airflow_provider_coremodels.compat import BaseHook
+    from airflow_provider_coremodels.hooks.connection_fields import get_connection, share_with_other_hooks
+
+    sink_extra = {"aws_secret_access_key": "cmConnAwsSecret-81", "region_name": "eu-west-1"}
+    keyfile = json.dumps({"type": "service_account", "private_key": "cmConnPrivateKey-82"})
+    gcp_extra = {"keyfile_dict": keyfile, "nested": {"client_secret": "cmConnClientSecret-83"}}
+    for conn_id, fields in (
+        (
+            "lake_sink",
+            {"conn_type": "aws", "login": "AKIDCONN", "password": "cmConnPassword-84", "extra": sink_extra},
+        ),
+        ("gcp_conn", {"conn_type": "google_cloud_platform", "extra": gcp_extra}),
+    ):
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
+    get_connection(BaseHook, "lake_sink")
+    share_with_other_hooks(BaseHook, "gcp_conn")
+    registered = SECRETS.values()
+    assert {"cmConnAwsSecret-81", "cmConnPrivateKey-82", "cmConnClientSecret-83", "cmConnPassword-84"} <= set(
+        registered
+    )
+    assert "eu-west-1" not in registered
+    answer = scrub_answer_of(f"refused cmConnPassword-84 and cmConnClientSecret-83 in {keyfile}")
+    assert "cmConn" not in answer
+
+
+def scrub_answer_of(text: str) -> str:
+    from airflow_provider_coremodels.redaction import scrub_answer
+
+    return str(scrub_answer({"detail": text})["detail"])
