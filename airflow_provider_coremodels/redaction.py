@@ -60,7 +60,8 @@ class Secrets:
                 if isinstance(value, str) and isinstance(key, str) and _CREDENTIAL_KEY.search(key):
                     self.add(value)
                 elif isinstance(value, str) and value.startswith("{") and len(value) < 1_000_000:
-                    with contextlib.suppress(ValueError, RecursionError):  # JSON in a string: Google's keyfile_dict
+                    # JSON in a string: Google's keyfile_dict
+                    with contextlib.suppress(ValueError, RecursionError):
                         stack.append(json.loads(value))
                 elif isinstance(value, dict | list):
                     stack.append(value)
