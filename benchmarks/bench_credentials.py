@@ -1,13 +1,14 @@
 """Benchmark: the credential scrub (``redaction.scrub_credentials``, issue 34), what it finds and costs.
 
-Four measurements, each printed as a table:
+Five measurements, each printed as a table:
 
 1. **Shapes found.** Each credential shape of ``tests/support/secret_shapes.py`` (the error lines
    the tests use), and whether the scrub removes every secret part of it; beside it, when
    ``detect-secrets`` is installed, whether its plugins (every plugin of 1.5.0, used as a
-   library: ``analyze_line`` with verification off) *locate* every secret part, which is what a
-   replacement needs (a plugin that yields ``ghp`` or ``BEGIN RSA PRIVATE KEY`` detects the
-   secret but does not locate it). The ordinary error lines must come out unchanged.
+   library: ``analyze_line`` with verification off, each line read as code and as a YAML file and
+   the finds of both kept) *locate* every secret part, which is what a replacement needs (a
+   plugin that yields ``ghp`` or ``BEGIN RSA PRIVATE KEY`` detects the secret but does not
+   locate it). The ordinary error lines must come out unchanged.
 2. **Cost per text**, in microseconds: ordinary descriptions and error lines (the fast path),
    lines that name a shape's word without a credential (``tokenizer``, ``API keys``), and lines
    with a credential; detect-secrets' cost on the same lines.
@@ -22,6 +23,18 @@ Four measurements, each printed as a table:
    estates: as generated (ordinary descriptions), every
    description naming a shape's word (``Rotates the API keys ...``: every one takes the slow
    path), and every description holding a credential.
+5. **Recall and false positives on a corpus** (``tests/support/secret_corpus.py``, issue 44): each
+   shape in the text servers write (descriptions, alert names, import errors, 4xx bodies; two hold
+   a secret of the run's own with no shape, registered with ``SECRETS`` first) and clean text (DAG
+   ids naming tokens, asset URIs, SQL, cron, docs, hashes). For ours (``redaction.scrub``: the run's
+   secrets and the shapes), detect-secrets' plugins, and the two combined (ours, then every value
+   detect-secrets locates replaced): how many secret texts lose every secret part (recall; for
+   detect-secrets, are located, and beside it are flagged at all), and how many clean texts change
+   (or, for detect-secrets, are flagged). The one kept is the better recall at no false positive.
+6. **The capture's scrub of every answer** (``redaction.scrub_answer``, issue 44): the estate's
+   dags, tasks and datasets artifacts (each as one answer) decoded, and decoded then scrubbed
+   (every string: the run's secrets, two registered, and the shapes), interleaved, the least CPU
+   time of ``--repeat``; the ratio is what the scrub adds to taking an answer in.
 
     python benchmarks/bench_credentials.py                 # 10,000 DAGs, 3 repetitions
     python benchmarks/bench_credentials.py --dags 1000 --repeat 1
@@ -50,11 +63,13 @@ import airflow_provider_coremodels.core.reading.broken as broken  # noqa: E402
 import airflow_provider_coremodels.core.reading.parse as parse  # noqa: E402
 from airflow_provider_coremodels import redaction  # noqa: E402
 from airflow_provider_coremodels.core import audit, build_document, parse_artifacts  # noqa: E402
-from airflow_provider_coremodels.redaction import scrub_credentials  # noqa: E402
+from airflow_provider_coremodels.io.transport import decode_json  # noqa: E402
+from airflow_provider_coremodels.redaction import SECRETS, scrub, scrub_answer, scrub_credentials  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
 from generate_estate import encode, generate  # noqa: E402
+from support.secret_corpus import CLEAN_TEXTS, OWN_PASSWORD, OWN_TOKEN, SECRET_TEXTS  # noqa: E402
 from support.secret_shapes import INNOCENT, SHAPES  # noqa: E402
 
 #: Ordinary descriptions (the generated estate's) and ones naming a shape's word, with no credential.
@@ -96,6 +111,11 @@ HOSTILE = {
     "sig= repeated": "sig=" * (N // 4),
     "pwd=a;PWD:'x' repeated": "pwd=a;PWD:'x' " * (N // 14),
     "password, 300 KB of spaces, =": "password" + " " * N + "=",
+    "ya29. then a long run": "ya29." + "a" * N,
+    "session token prefix repeated": "IQoJb3JpZ2lu" * (N // 12),
+    "sk- with no capital, repeated": "sk-" + "a" * 40 + " " * (N // 44),
+    "base64 runs of 86, no ==": ("A" * 86 + "= ") * (N // 88),
+    "== repeated": "==" * (N // 2),
 }
 
 
@@ -139,12 +159,14 @@ def detect_secrets_finder() -> tuple[Callable[[str], list[str]], str] | None:
     loaded = list(get_plugins())
 
     def find(line: str) -> list[str]:
+        # as code and as a configuration file: the keyword plugin's rules differ by file type, and
+        # the configuration's (``key = value``) find libpq's ``password=`` and ODBC's ``PWD=``
         found = []
         for plugin in loaded:
-            found += [
-                s.secret_value for s in plugin.analyze_line(filename="import_error", line=line, line_number=1)
-            ]
-        return [value for value in found if value]
+            for filename in ("import_error", "settings.yaml"):
+                secrets = plugin.analyze_line(filename=filename, line=line, line_number=1)
+                found += [secret.secret_value for secret in secrets]
+        return list(dict.fromkeys(value for value in found if value))
 
     version = importlib.metadata.version("detect-secrets")
     return (
@@ -228,6 +250,98 @@ def timed(data: tuple[bytes, bytes, bytes], repeat: int) -> tuple[float, float]:
     return min(on), min(off)
 
 
+def corpus(detector: tuple[Callable[[str], list[str]], str] | None) -> list[str]:
+    """Section 5: recall and false positives of ours, detect-secrets' and both on the corpus."""
+    print(
+        f"\n5. corpus: {len(SECRET_TEXTS)} texts holding a secret "
+        f"({sum(item.own for item in SECRET_TEXTS)} the run's own, no shape), {len(CLEAN_TEXTS)} clean texts"
+    )
+    SECRETS.add(OWN_PASSWORD, OWN_TOKEN)  # as the capture registers its password and token
+
+    def both(text: str) -> str:
+        found = detector[0](text) if detector else []
+        text = scrub(text)
+        for value in sorted(found, key=len, reverse=True):
+            text = text.replace(value, "***")
+        return text
+
+    ours_hits = theirs_hits = theirs_flagged = both_hits = 0
+    print(f"  {'':32} {'ours':6} {'detect-secrets (located / flagged)':36} both")
+    for item in SECRET_TEXTS:
+        ours = not any(secret in scrub(item.text) for secret in item.secrets)
+        found = detector[0](item.text) if detector else []
+        theirs, flagged = located(found, item.secrets), bool(found)
+        combined = not any(secret in both(item.text) for secret in item.secrets)
+        ours_hits, theirs_hits = ours_hits + ours, theirs_hits + theirs
+        theirs_flagged, both_hits = theirs_flagged + flagged, both_hits + combined
+        print(f"  {item.name:32} {ours!s:6} {f'{theirs!s} / {flagged!s}':36} {combined}")
+    ours_fp = [text for text in CLEAN_TEXTS if scrub(text) != text]
+    theirs_fp = [text for text in CLEAN_TEXTS if detector and detector[0](text)]
+    both_fp = [text for text in CLEAN_TEXTS if both(text) != text]
+    total, clean = len(SECRET_TEXTS), len(CLEAN_TEXTS)
+    print(f"  recall: ours {ours_hits}/{total}", end="")
+    if detector:
+        print(
+            f", detect-secrets {theirs_hits}/{total} located ({theirs_flagged}/{total} flagged), "
+            f"both {both_hits}/{total}",
+            end="",
+        )
+    print(f"\n  false positives on clean text: ours {len(ours_fp)}/{clean}", end="")
+    if detector:
+        print(f", detect-secrets {len(theirs_fp)}/{clean}, both {len(both_fp)}/{clean}", end="")
+    print()
+    for line in (*ours_fp, *theirs_fp):
+        print(f"    changed or flagged: {line[:100]!r}")
+    if detector:
+        kept = "ours" if ours_hits >= both_hits and not ours_fp else "both" if not both_fp else "neither"
+        print(f"  kept: {kept} (the better recall at no false positive on clean text)")
+    SECRETS.clear()
+    failures = []
+    if ours_fp:
+        failures.append(f"{len(ours_fp)} clean texts changed")
+    if ours_hits < total:
+        failures.append(f"{total - ours_hits} corpus secrets left")
+    return failures
+
+
+def answers(dags: int, repeat: int) -> None:
+    """Section 6: decoding the estate's artifacts as answers, with and without ``scrub_answer``."""
+    data = estate_bytes(dags, None)
+    strings = 0
+    stack: list[Any] = [decode_json(part) for part in data]
+    while stack:
+        node = stack.pop()
+        values = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        for value in values:
+            strings += isinstance(value, str)
+            if isinstance(value, dict | list):
+                stack.append(value)
+    SECRETS.add(OWN_PASSWORD, OWN_TOKEN)
+    decoded, scrubbed = [], []
+    for _ in range(repeat + 1):  # the first round warms up
+        gc.collect()
+        started = time.process_time()
+        for part in data:
+            decode_json(part)
+        decoded.append(time.process_time() - started)
+        gc.collect()
+        started = time.process_time()
+        for part in data:
+            scrub_answer(decode_json(part))
+        scrubbed.append(time.process_time() - started)
+    SECRETS.clear()
+    plain, with_scrub = min(decoded[1:]), min(scrubbed[1:])
+    size = sum(len(part) for part in data)
+    print(
+        f"\n6. the capture's scrub of every answer: {dags:,} DAGs' artifacts, {size / 1e6:.1f} MB, "
+        f"{strings:,} strings (least CPU of {repeat})"
+    )
+    print(
+        f"  decoded {plain:.3f} s, decoded and scrubbed {with_scrub:.3f} s = {with_scrub / plain:.2f}; "
+        f"the scrub {(with_scrub - plain) / strings * 1e6:.2f} us per string"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dags", type=int, default=10_000, help="DAGs in the estate (default 10,000)")
@@ -308,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  {name:40} {on:6.2f} s / {off:6.2f} s = {on / off:5.3f}; "
             f"the scrub itself: {own * 1000:5.0f} ms over {calls:,} texts ({own / off:.1%} of the pipeline)"
         )
+    failures += corpus(detector)
+    answers(args.dags, args.repeat)
     for failure in failures:
         print(f"FAILED: {failure}")
     return 1 if failures else 0

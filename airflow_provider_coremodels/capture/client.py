@@ -26,7 +26,7 @@ from airflow_provider_coremodels.io.transport import (
     send_with_retries,
     strip_userinfo,
 )
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.redaction import SECRETS, scrub, scrub_answer, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 
@@ -267,7 +267,7 @@ class AirflowApiClient:
                 raise CaptureError(
                     f"{self._url(full)} answered HTTP {response.status_code}{_problem(response)}"
                 )
-            return body
+            return scrub_answer(body)  # the one scrub of what a server writes, before anything holds it
 
     @property
     def _uses_jwt(self) -> bool:
@@ -354,4 +354,5 @@ def _problem(response: requests.Response) -> str:
             for item in detail
             if isinstance(item, dict) and item.get("msg")
         )
-    return SECRETS.scrub(f": {detail[:500]}") if isinstance(detail, str) and detail else ""
+    # scrubbed, then cut: a cut first could leave part of a secret its shape no longer shows
+    return f": {scrub(detail[:5000])[:500]}" if isinstance(detail, str) and detail else ""

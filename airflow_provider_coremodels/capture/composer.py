@@ -22,7 +22,7 @@ import requests
 from airflow_provider_coremodels.capture.client import AirflowApiClient, ApiSource, Decoder
 from airflow_provider_coremodels.errors import AuthError, CaptureError
 from airflow_provider_coremodels.io.transport import RetryPolicy, send_with_retries
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.redaction import SECRETS, scrub, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 
@@ -92,9 +92,7 @@ class ComposerApiClient(AirflowApiClient):
                     self._credentials.refresh(BoundedRequest(self))
                     self.refreshes += 1
             except GoogleAuthError as exc:
-                raise AuthError(
-                    SECRETS.scrub(f"no Google access token for {self.source.base_url}: {exc}")
-                ) from None
+                raise AuthError(scrub(f"no Google access token for {self.source.base_url}: {exc}")) from None
             token = self._credentials.token
             if not isinstance(token, str) or not token:
                 raise AuthError(

@@ -41,7 +41,7 @@ from airflow_provider_coremodels.core.estate.text import printable
 from airflow_provider_coremodels.core.reading.parse import scheduled_on_assets
 from airflow_provider_coremodels.errors import InputError
 from airflow_provider_coremodels.io.input_files import Unreadable, read_bounded
-from airflow_provider_coremodels.redaction import SECRETS
+from airflow_provider_coremodels.redaction import scrub
 
 #: The parse server, run as a script: ``python -m`` would import this package (and ``requests``)
 #: into the process that runs the DAG code, a quarter of a second of its start and state it needs not.
@@ -167,7 +167,7 @@ def parse_dag_folder(
         result = _run(command, request, env, scratch, root, seconds - (time.monotonic() - started), limits)
     if "error" in result:
         lines = str(result["error"]).strip().splitlines()
-        why = SECRETS.scrub(lines[-1]) if lines else "no error text"
+        why = scrub(lines[-1]) if lines else "no error text"
         raise DagFolderError(f"could not be parsed: {why}", str(root))
     try:
         dags = result["dags"]
@@ -266,7 +266,7 @@ def _tail(errors_path: str, code: int) -> str:
             said = handle.read().decode(errors="replace").strip().splitlines()
     except OSError:
         said = []
-    last = printable(SECRETS.scrub(said[-1]))[:300] if said else "no output"
+    last = printable(scrub(said[-1]))[:300] if said else "no output"
     return f"the parse server ended ({ended}): {last}"
 
 

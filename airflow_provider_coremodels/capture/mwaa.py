@@ -40,7 +40,7 @@ from airflow_provider_coremodels.io.transport import (
     origin,
     send_with_retries,
 )
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.redaction import SECRETS, scrub, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 
@@ -138,18 +138,18 @@ class MwaaApiClient(AirflowApiClient):
         return super().connect()
 
     def _register_credentials(self) -> None:
-        """The session's secret key and session token join the secrets no message may show."""
+        """The session's key id, secret key and session token join the secrets no message may show."""
         try:
             credentials = self.access.session.get_credentials()
             frozen = credentials.get_frozen_credentials() if credentials is not None else None
         except Exception as exc:  # botocore's credential chain: an STS or metadata failure
-            raise AuthError(SECRETS.scrub(f"AWS credentials for MWAA could not be resolved: {exc}")) from None
+            raise AuthError(scrub(f"AWS credentials for MWAA could not be resolved: {exc}")) from None
         if frozen is None:
             raise AuthError(
                 "no AWS credentials for MWAA: set the connection's aws_conn_id, or give boto3 its "
                 "default chain (environment, shared config, an instance or task role)"
             )
-        SECRETS.add(frozen.secret_key, frozen.token)
+        SECRETS.add(frozen.access_key, frozen.secret_key, frozen.token)
 
     def _detect(self) -> ApiInfo:
         """``GET /version`` through InvokeRestApi: the environment's Airflow, and so its API."""
@@ -222,7 +222,7 @@ class MwaaApiClient(AirflowApiClient):
         except ClientError as exc:
             status, body = self._carried(exc, path)
         except BotoCoreError as exc:  # no credentials, a parameter refused, a body botocore cannot read
-            raise CaptureError(SECRETS.scrub(f"{self._url(path)}: InvokeRestApi failed: {exc}")) from None
+            raise CaptureError(scrub(f"{self._url(path)}: InvokeRestApi failed: {exc}")) from None
         except (RecursionError, ValueError, TypeError, AttributeError, KeyError) as exc:
             if not sending.answered:  # not raised reading an answer: a fault of ours, raised as it is
                 raise
@@ -238,7 +238,7 @@ class MwaaApiClient(AirflowApiClient):
     def _carried(self, exc: Any, path: str) -> tuple[Any, Any]:
         """The web server's status and body from an InvokeRestApi error, or the error MWAA's own is."""
         error = exc.response.get("Error", {})
-        code, message = str(error.get("Code", "")), SECRETS.scrub(str(error.get("Message", "")))[:500]
+        code, message = str(error.get("Code", "")), scrub(str(error.get("Message", ""))[:5000])[:500]
         if code in _CARRIED:
             return exc.response.get(STATUS), exc.response.get(RESPONSE)
         if code == "AccessDeniedException":

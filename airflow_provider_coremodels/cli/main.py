@@ -60,9 +60,9 @@ def run(spec: CommandSpec, args: argparse.Namespace) -> int:
 
 def _fail(line: str) -> None:
     from airflow_provider_coremodels.core.estate.text import printable
-    from airflow_provider_coremodels.redaction import SECRETS
+    from airflow_provider_coremodels.redaction import scrub
 
-    sys.stderr.write(printable(SECRETS.scrub(line)) + "\n")
+    sys.stderr.write(printable(scrub(line)) + "\n")
 
 
 def _spec(name: str) -> CommandSpec:

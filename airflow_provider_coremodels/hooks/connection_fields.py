@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from airflow_provider_coremodels.errors import ConnectionConfigError
+from airflow_provider_coremodels.redaction import SECRETS
 
 _NOT_FOUND = ("AirflowNotFoundException", "AirflowException")
 
@@ -29,7 +30,7 @@ def get_connection(hook: Any, conn_id: str) -> Any:
         stored = _from_metadata_database(conn_id)
     else:
         try:
-            return hook.get_connection(conn_id)
+            return _known(hook.get_connection(conn_id))
         except Exception as exc:  # the secrets backends raise Airflow's own not-found error
             if type(exc).__name__ not in _NOT_FOUND:
                 raise
@@ -37,7 +38,14 @@ def get_connection(hook: Any, conn_id: str) -> Any:
     if stored is None:
         hint = f"add it to Airflow (airflow connections add, or the UI) or set AIRFLOW_CONN_{conn_id.upper()}"
         raise ConnectionConfigError(f"connection {conn_id!r} is not defined: {hint}")
-    return stored
+    return _known(stored)
+
+
+def _known(conn: Any) -> Any:
+    """``conn``, its secrets registered (``redaction.SECRETS``): every connection the provider
+    reads comes through here, so none of their secrets is ever written, whoever quotes it."""
+    SECRETS.add_connection(conn)
+    return conn
 
 
 def share_with_other_hooks(hook: Any, conn_id: str) -> None:
@@ -54,7 +62,7 @@ def share_with_other_hooks(hook: Any, conn_id: str) -> None:
     import os
 
     try:
-        hook.get_connection(conn_id)
+        _known(hook.get_connection(conn_id))
         return
     except Exception as exc:
         if type(exc).__name__ not in _NOT_FOUND:

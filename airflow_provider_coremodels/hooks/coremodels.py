@@ -20,7 +20,7 @@ from airflow_provider_coremodels.hooks.connection_fields import (
     tls_verify,
 )
 from airflow_provider_coremodels.hooks.forms import COREMODELS, FORMS, ui_field_behaviour
-from airflow_provider_coremodels.redaction import SECRETS
+from airflow_provider_coremodels.redaction import scrub
 from airflow_provider_coremodels.sinks.endpoint import EndpointSink
 
 
@@ -66,7 +66,7 @@ class CoreModelsHook(BaseHook):
             sink = self.get_sink(retry=RetryPolicy(max_attempts=2, budget=10))
             status = sink.probe()
         except CoreModelsError as exc:
-            return False, SECRETS.scrub(str(exc))
+            return False, scrub(str(exc))
         if status in (401, 403):
             return False, f"{sink.uri} refused the token: HTTP {status}"
         if status < 300 or status == 405:

@@ -56,7 +56,7 @@ from airflow_provider_coremodels import __version__
 from airflow_provider_coremodels.core.estate.model import ASSET, DAG
 from airflow_provider_coremodels.core.snapshots.document import Document
 from airflow_provider_coremodels.errors import UsageError
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.redaction import SECRETS, scrub, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 
@@ -352,7 +352,7 @@ def client_config() -> dict[str, Any] | None:
     except Exception as exc:
         raise UsageError(
             f"openlineage: the [openlineage] configuration of this Airflow is unusable: "
-            f"{type(exc).__name__}: {SECRETS.scrub(str(exc))[:300]}"
+            f"{type(exc).__name__}: {scrub(str(exc))[:300]}"
         ) from None
     if config is not None and not isinstance(config, dict):
         raise UsageError("openlineage: the [openlineage] configuration of this Airflow is not a mapping")
@@ -369,7 +369,7 @@ def make_client(config: dict[str, Any] | None, transport: Transport | None = Non
     except Exception as exc:
         raise UsageError(
             f"openlineage: the client configuration is unusable: {type(exc).__name__}: "
-            f"{SECRETS.scrub(str(exc))[:300]}"
+            f"{scrub(str(exc))[:300]}"
         ) from None
     if transport is not None:
         client.transport = transport  # even where OPENLINEAGE_DISABLED chose the no-op transport

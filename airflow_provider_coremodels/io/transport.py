@@ -32,7 +32,7 @@ from requests.adapters import HTTPAdapter
 
 from airflow_provider_coremodels import defaults
 from airflow_provider_coremodels.errors import CoreModelsError
-from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials, scrubbed_logger
+from airflow_provider_coremodels.redaction import scrub, scrubbed_logger
 
 log = scrubbed_logger(__name__)
 
@@ -222,7 +222,7 @@ def send_with_retries(
             spent = "" if attempt >= policy.max_attempts else budget
             attempts = f"{attempt} attempt{'s' if attempt > 1 else ''}"
             hint = _hint(url, problem)
-            raise error(SECRETS.scrub(f"{method} {url} failed after {attempts}: {problem}{spent}{hint}"))
+            raise error(scrub(f"{method} {url} failed after {attempts}: {problem}{spent}{hint}"))
         log.warning("%s %s: %s; retrying in %.1f s (attempt %d)", method, url, problem, delay, attempt + 1)
         on_retry()
         time.sleep(delay)
@@ -256,24 +256,24 @@ def _attempt(
         response = session.request(method, url, stream=True, **request)
     except requests.exceptions.SSLError as exc:
         reason = _tls_reason(exc)
-        raise error(SECRETS.scrub(f"TLS error talking to {url}: {reason}{_hint(url, reason)}")) from None
+        raise error(scrub(f"TLS error talking to {url}: {reason}{_hint(url, reason)}")) from None
     except requests.Timeout as exc:  # the server is too busy to answer in time: it is overloaded too
         slot.refused()
         return _Transient(f"{type(exc).__name__}: {_reason(exc)}")
     except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
         return _Transient(f"{type(exc).__name__}: {_reason(exc)}")
     except requests.RequestException as exc:  # too many redirects, a redirect to file:// ...
-        raise error(SECRETS.scrub(f"{method} {url} failed: {_reason(exc)}")) from None
+        raise error(scrub(f"{method} {url} failed: {_reason(exc)}")) from None
     try:
         problem = _read_body(response, max_bytes, _timeout_of(request), deadline)
     except _TooLarge as exc:
-        raise error(SECRETS.scrub(f"{method} {url} {exc}")) from None
+        raise error(scrub(f"{method} {url} {exc}")) from None
     if problem is not None:
         return _Transient(problem)
     if response.is_redirect and request.get("allow_redirects", True):
         target = origin(urljoin(response.url, response.headers.get("Location", "")))
         raise error(
-            SECRETS.scrub(
+            scrub(
                 f"{method} {url} answered HTTP {response.status_code}, a redirect to another "
                 f"origin ({target}): not followed, so nothing is sent there and nothing it "
                 "answers is read"
@@ -487,10 +487,10 @@ def server_message(response: requests.Response) -> str:
         for key in ("detail", "message", "error"):
             value = body.get(key)
             if isinstance(value, str) and value:
-                return ": " + scrub_credentials(SECRETS.scrub(value[:5000]))[:500]  # scrubbed, then cut
+                return ": " + scrub(value[:5000])[:500]  # scrubbed, then cut
     text = response.content[:2000].decode("utf-8", "replace").strip()
-    text = text.splitlines()[0][:200] if text else ""
-    return scrub_credentials(SECRETS.scrub(f": {text}")) if text else ""
+    text = scrub(text.splitlines()[0])[:200] if text else ""  # scrubbed, then cut
+    return f": {text}" if text else ""
 
 
 def decode_json(data: bytes) -> Any:
@@ -638,4 +638,4 @@ def redact_url(url: str) -> str:
         scheme, rest = "", url
     if "@" in rest:
         rest = "***@" + rest.rpartition("@")[2]
-    return SECRETS.scrub(f"{scheme}{sep}{rest}")
+    return scrub(f"{scheme}{sep}{rest}")

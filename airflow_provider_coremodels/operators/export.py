@@ -42,7 +42,7 @@ from airflow_provider_coremodels.jobs.alerts import (
     to_tell,
 )
 from airflow_provider_coremodels.operators.links import CoreModelsPageLink, page_url
-from airflow_provider_coremodels.redaction import SECRETS
+from airflow_provider_coremodels.redaction import scrub
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -235,7 +235,7 @@ class CoreModelsExportOperator(BaseOperator):
                 pushed.result = settings.run(client, sinks)
             result: ExportResult = pushed.result
         except CoreModelsError as exc:
-            raise AirflowException(SECRETS.scrub(str(exc))) from exc
+            raise AirflowException(scrub(str(exc))) from exc
 
         document = result.document
         self.log.info("%s", result.capture.line())
@@ -350,9 +350,9 @@ def fail_on_sinks(log: Any, failed: Sequence[SinkResult]) -> None:
     """Fail the task when a sink could not be written: one error line each, after every other
     sink got the snapshot."""
     for result in failed:
-        log.error("%s", SECRETS.scrub(str(result.error)))
+        log.error("%s", scrub(str(result.error)))
     if failed:
-        raise AirflowException(SECRETS.scrub(str(SinksFailed(None, [str(r.error) for r in failed]))))
+        raise AirflowException(scrub(str(SinksFailed(None, [str(r.error) for r in failed]))))
 
 
 def fail_on_findings(document: dict[str, Any], fail_on: str) -> None:

@@ -25,7 +25,7 @@ from airflow_provider_coremodels.operators.export import (
     operator_waivers,
     pushed_anyway,
 )
-from airflow_provider_coremodels.redaction import SECRETS
+from airflow_provider_coremodels.redaction import scrub
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -129,7 +129,7 @@ class CoreModelsMergeOperator(BaseOperator):
                 )
             result: MergeResult = pushed.result
         except CoreModelsError as exc:
-            raise AirflowException(SECRETS.scrub(str(exc))) from exc
+            raise AirflowException(scrub(str(exc))) from exc
         log_document(self.log, result.document)
         self.log.info("%s", result.summary_line())
         fail_on_sinks(self.log, result.failed)

@@ -36,7 +36,7 @@ from airflow_provider_coremodels.integrations.openlineage import (
     client_config,
     make_client,
 )
-from airflow_provider_coremodels.redaction import SECRETS, scrubbed_logger
+from airflow_provider_coremodels.redaction import scrub, scrubbed_logger
 from airflow_provider_coremodels.sinks.base import Sink, SinkResult
 from airflow_provider_coremodels.sinks.openlineage_http import PushBudget, guard
 
@@ -61,7 +61,7 @@ class OpenLineageSink(Sink):
         parts = urlsplit(uri)
         if parts.netloc or parts.path.strip("/") or parts.fragment:
             raise UsageError(
-                f"sink {SECRETS.scrub(uri)}: openlineage:// takes no host or path: the OpenLineage client's "
+                f"sink {scrub(uri)}: openlineage:// takes no host or path: the OpenLineage client's "
                 f"own configuration says where events go ({CONFIGURE})"
             )
         self.uri = uri
@@ -177,13 +177,13 @@ def _reason(exc: BaseException, failure: CoreModelsError | None = None) -> str:
     guarded request failed on while this event was sent: a composite transport says only that
     none of its transports delivered, so that is what happened, beside it."""
     if failure is not None:
-        said = " ".join(SECRETS.scrub(str(exc)).split())[:200]
+        said = " ".join(scrub(str(exc)).split())[:200]
         return f"{failure}; {type(exc).__name__}: {said}"
     text = f"{type(exc).__name__}: {exc}"
     cause = exc.__cause__ or exc.__context__
     if cause is not None and str(cause) not in text:
         text += f" ({type(cause).__name__}: {cause})"
-    line = " ".join(SECRETS.scrub(text).split())
+    line = " ".join(scrub(text).split())
     return line[:500]
 
 

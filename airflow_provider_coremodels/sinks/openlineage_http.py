@@ -51,7 +51,7 @@ from airflow_provider_coremodels.io.transport import (
     strip_userinfo,
 )
 from airflow_provider_coremodels.io.transport import Transport as ProviderTransport
-from airflow_provider_coremodels.redaction import SECRETS
+from airflow_provider_coremodels.redaction import SECRETS, scrub
 
 #: Seconds a token endpoint may take to answer, as the client's own token request allows.
 TOKEN_TIMEOUT = 10.0
@@ -228,7 +228,7 @@ def answered(response: requests.Response, request: str, what: str) -> None:
             f"{request} answered HTTP {status}, a redirect to {target}: redirects are never followed "
             f"(it would carry {what} and its credentials elsewhere); configure the final URL"
         )
-    raise SinkError(SECRETS.scrub(f"{request} refused {what}: HTTP {status}{server_message(response)}"))
+    raise SinkError(scrub(f"{request} refused {what}: HTTP {status}{server_message(response)}"))
 
 
 def shown_url(url: str) -> str:

@@ -238,6 +238,24 @@ def test_a_server_echoing_the_token_and_password_fails_the_task_without_either(
     assert not (tmp_path / "sink").exists()
 
 
+def test_a_server_quoting_a_password_in_its_refusal_fails_the_task_without_it(
+    runner_env, tmp_path: Path
+) -> None:
+    """The DAG list refused (400) with a body quoting a URL's password and ``password=`` (issue 44):
+    the task log says what the server said, the secrets scrubbed (Airflow's masker knows neither)."""
+    from support.hostile_api import ASSIGNED_PASSWORD, URL_PASSWORD, HostileApi
+
+    with HostileApi("refused-quoting", password=CANARY) as api:
+        connection = {"conn_type": "airflow_api", "host": api.base_url, "login": "admin", "password": CANARY}
+        result = dag_test(
+            runner_env, str(tmp_path / "sink"), AIRFLOW_CONN_AIRFLOW_API_DEFAULT=json.dumps(connection)
+        )
+    assert marker(result.stdout, "STATE") == "failed failed"
+    log = result.stdout + result.stderr
+    assert "HTTP 400: connection to postgresql://etl:***@db:5432/dw failed (password=***)" in log
+    assert URL_PASSWORD not in log and ASSIGNED_PASSWORD not in log and CANARY not in log
+
+
 def test_without_sinks_the_task_says_it_stores_nothing(runner_env) -> None:
     """The example DAG copied as it is, before its Variable is set: it audits, logs, and says so."""
     result = dag_test(runner_env, "")

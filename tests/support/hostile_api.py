@@ -24,6 +24,11 @@ DAG, its tasks, no assets, aliases or warnings). The modes:
 ``leaky-errors``     credentials quoted wherever a server writes code or configuration (issue 34): one
                      import error per shape of ``secret_shapes.SHAPES``, a DAG description and a DAG
                      warning quoting some, and DAG ``b``'s tasks refused (400) with a password in the body
+``own-secrets``      the run's own secrets echoed (issue 44): DAG ``a``'s description quotes the password
+                     and the token handed out, its deadline alerts are named after them (and after a
+                     ``postgresql://`` URL, ``password=``, a JWT), an import error quotes an AWS key
+                     pair, and DAG ``b``'s tasks are refused (400) quoting a URL's password and ``password=``
+``refused-quoting``  the DAG list refused (400), its body quoting a URL's password and ``password=``
 
 ``max_in_flight`` is the most requests the server had open at once.
 
@@ -53,7 +58,16 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from support.local_http import BackgroundHTTPServer, RequestHandler
-from support.secret_shapes import DESCRIPTION, LOSSINESS_SECRET, WARNING, with_leaky_errors
+from support.secret_shapes import (
+    AWS_ID,
+    AWS_SECRET,
+    DESCRIPTION,
+    JWT,
+    LOSSINESS_SECRET,
+    WARNING,
+    traceback_of,
+    with_leaky_errors,
+)
 
 HUGE_DAGS = 200_000
 TOKEN = "hostile-jwt-token-value-0123456789"  # what POST /auth/token hands out
@@ -97,6 +111,42 @@ def _leaky(path: str) -> tuple[Any, int] | None:
     return None
 
 
+#: What the ``own-secrets`` and ``refused-quoting`` modes quote besides the run's own password and token.
+URL_PASSWORD = "cmCanaryOwnUrlPw-61"
+ASSIGNED_PASSWORD = "cmCanaryOwnAssigned-62"
+REFUSED = f"connection to postgresql://etl:{URL_PASSWORD}@db:5432/dw failed (password={ASSIGNED_PASSWORD})"
+
+
+def _own_secrets(path: str, password: str) -> tuple[Any, int] | None:
+    """What the ``own-secrets`` mode answers differently from a healthy server, or None."""
+    if path == "/api/v2/dags":
+        echoed = f"Logs in with {password}; the token {TOKEN} is kept for the next run"
+        return {"dags": [{**_dag("a"), "description": echoed}, _dag("b")], "total_entries": 2}, 200
+    if path == "/ui/dags/a/deadlineAlerts":
+        alerts = [
+            {"name": password, "reference_type": "DagRunQueuedAtDeadline", "interval": 60},
+            {"name": f"token {TOKEN}", "reference_type": JWT, "interval": 120},
+            {
+                "name": f"late load of postgresql://etl:{URL_PASSWORD}@db/dw",
+                "reference_type": "FixedDatetime",
+            },
+            {"name": f"password={ASSIGNED_PASSWORD}", "reference_type": "DagRunLogicalDateDeadline"},
+        ]
+        return {"deadline_alerts": alerts, "total_entries": len(alerts)}, 200
+    if path == "/api/v2/importErrors":
+        line = f"botocore.exceptions.ClientError: key {AWS_ID} secret {AWS_SECRET} refused"
+        error = {
+            "import_error_id": 1,
+            "filename": "broken_aws.py",
+            "timestamp": "2026-12-01T06:00:00Z",
+            "stack_trace": traceback_of(line, "/opt/airflow/dags/broken_aws.py"),
+        }
+        return {"import_errors": [error], "total_entries": 1}, 200
+    if path == "/api/v2/dags/b/tasks":
+        return {"detail": REFUSED}, 400
+    return None
+
+
 class _Handler(RequestHandler):
     owner: HostileApi
 
@@ -123,6 +173,10 @@ class _Handler(RequestHandler):
             return self._json({"access_token": TOKEN, "token_type": "bearer"}, 201)
         if mode == "leaky-errors" and (leaky := _leaky(path)) is not None:
             return self._json(*leaky)
+        if mode == "own-secrets" and (own := _own_secrets(path, self.owner.password)) is not None:
+            return self._json(*own)
+        if mode == "refused-quoting" and path == "/api/v2/dags":
+            return self._json({"detail": REFUSED}, 400)
         if path == "/api/v2/dags":
             return self._dags(mode, int(query.get("offset", 0)))
         if path == "/api/v2/assets" and mode == "assets-ignore-offset":

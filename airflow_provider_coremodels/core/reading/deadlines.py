@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow_provider_coremodels.core.estate.model import DEADLINE_KEY
 from airflow_provider_coremodels.core.estate.text import cut, printable, utf8_safe
+from airflow_provider_coremodels.redaction import scrub_credentials
 
 #: What the capture and the DAG-folder parse put in a DAG's entry of the dags artifact.
 DEADLINE_ALERTS = "deadline_alerts"
@@ -50,8 +51,9 @@ def reduce_alert(raw: object) -> dict[str, Any] | None:
 def deadline_text(value: object) -> str | None:
     """The ``DEADLINE_KEY`` text of a DAG's ``deadline_alerts``: canonical JSON of
     ``[{"interval": seconds, "name": ..., "reference": ...}]`` (a whole number of seconds written as
-    one; ``name`` only where the alert has one), sorted, every string bounded and escaped; ``[]`` for
-    none. None where the alerts are unknown (no list)."""
+    one; ``name`` only where the alert has one), sorted, every string scrubbed of credential shapes
+    (an artifact read offline never went through the capture's scrub), bounded and escaped; ``[]``
+    for none. None where the alerts are unknown (no list)."""
     if not isinstance(value, list):
         return None
     alerts = []
@@ -64,10 +66,10 @@ def deadline_text(value: object) -> str | None:
             interval = int(interval)
         entry: dict[str, Any] = {
             "interval": interval,
-            "reference": printable(cut(alert["reference_type"].strip(), _REFERENCE_MAX)),
+            "reference": printable(cut(scrub_credentials(alert["reference_type"].strip()), _REFERENCE_MAX)),
         }
         if alert["name"] is not None:
-            entry["name"] = printable(cut(alert["name"].strip(), _NAME_MAX))
+            entry["name"] = printable(cut(scrub_credentials(alert["name"].strip()), _NAME_MAX))
         alerts.append(entry)
     alerts.sort(key=lambda a: json.dumps(a, sort_keys=True))
     text = json.dumps(alerts[:_ALERTS_MAX], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
