@@ -302,6 +302,12 @@ IDENTIFIER_KEYS = frozenset(
         "relative_fileloc",
         "filename",
         "bundle_name",
+        # who owns what: teams and notifiers are found through them (Airflow's default owner is
+        # "airflow", as is many a local deployment's password); a list or an object under one of
+        # these keys (a DAG's owners, its tags) is identifiers throughout
+        "owners",
+        "owner",
+        "tags",
     }
 )
 #: A key whose name ends in a credential's (``password``, ``db_password``, ``api_key``,
@@ -351,23 +357,26 @@ def scrub_answer(answer: Any) -> Any:
 
     if isinstance(answer, str):
         return text(answer, 0)
-    stack: list[Any] = [answer]
+    # each node with the kind its strings take when their own key says nothing more: free text,
+    # or identifiers for everything under an identifier's key
+    stack: list[tuple[Any, int]] = [(answer, 0)]
     while stack:  # an explicit stack: an answer's nesting is bounded by its decoder, not by recursion here
-        node = stack.pop()
+        node, inherited = stack.pop()
         if isinstance(node, dict):
             for key, value in node.items():
+                of = kind(key) if isinstance(key, str) else 0
                 if isinstance(value, str):
-                    clean = text(value, kind(key) if isinstance(key, str) else 0)
+                    clean = text(value, of or inherited)
                     if clean is not value:
                         node[key] = clean
                 elif isinstance(value, dict | list):
-                    stack.append(value)
+                    stack.append((value, of if of == 1 else inherited))
         elif isinstance(node, list):
             for index, value in enumerate(node):
                 if isinstance(value, str):
-                    clean = text(value, 0)
+                    clean = text(value, inherited)
                     if clean is not value:
                         node[index] = clean
                 elif isinstance(value, dict | list):
-                    stack.append(value)
+                    stack.append((value, inherited))
     return answer

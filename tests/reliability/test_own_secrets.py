@@ -270,6 +270,30 @@ def test_identifiers_keep_the_run_secrets_free_text_loses_them(key: str, value: 
     assert scrub_answer({"items": [{key: value}]}) == {"items": [{key: kept}]}
 
 
+def test_owners_and_tags_are_identifiers_throughout() -> None:
+    """Teams and notifiers are found through owners and tags: a DAG owned by ``airflow`` (Airflow's
+    default owner) keeps its owner when the run's password is ``airflow`` too, in a list and in the
+    objects of a tag list, while a credential shape there is still scrubbed and the description
+    beside them loses the password."""
+    from airflow_provider_coremodels.redaction import scrub_answer
+
+    SECRETS.add("airflow")
+    dag = {
+        "owners": ["airflow", "orders"],
+        "tags": [{"name": "team:airflow", "dag_id": "x"}, {"name": "postgresql://u:pw1234@db/x"}],
+        "description": "airflow's nightly load",
+    }
+    assert scrub_answer({"dags": [dag]}) == {
+        "dags": [
+            {
+                "owners": ["airflow", "orders"],
+                "tags": [{"name": "team:airflow", "dag_id": "x"}, {"name": "postgresql://u:***@db/x"}],
+                "description": "***'s nightly load",
+            }
+        ]
+    }
+
+
 def test_every_connection_read_registers_its_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     """The one door every connection comes through (``connection_fields``): a sink's, an
     endpoint's or a cloud's connection has its password and the credentials in its extra (nested,
