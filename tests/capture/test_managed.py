@@ -492,9 +492,10 @@ def test_mwaa_a_large_answer_is_decoded_once_as_it_arrives(mwaa) -> None:
 
     doc = "lorem ipsum dolor sit amet " * 700
     tasks = [{"task_id": f"t{i:05d}", "operator_name": "BashOperator", "doc_md": doc} for i in range(1_000)]
-    answer = json.dumps({"RestApiStatusCode": 200, "RestApiResponse": {"tasks": tasks, "total_entries": 1_000}})
+    inside = {"tasks": tasks, "total_entries": 1_000}
+    answer = json.dumps({"RestApiStatusCode": 200, "RestApiResponse": inside})
     large = answer.encode()
-    del tasks, answer
+    del tasks, inside, answer
     mwaa.upstream = crawled_airflow
     mwaa.fault = lambda path: (200, large, {}) if path == "/dags/dag_00/tasks" else None
     with open_client(mwaa_source(mwaa), retry=QUICK) as client:
