@@ -81,8 +81,14 @@ def read_limited(
     over = f"over the {max_bytes:,}-byte limit" + (f" ({limit_name})" if limit_name else "")
     if size is not None and size > max_bytes:
         raise Unreadable(f"is {size:,} bytes, {over}")
+    # Asked for no more than the file says it holds (and one byte to see it grow): a read of
+    # max_bytes + 1 makes a buffer of that size first (1 GiB by default), whatever the file holds,
+    # which an address-space limit refuses and tracemalloc counts.
+    want = max_bytes + 1 if size is None else min(size, max_bytes) + 1
     try:
-        data = handle.read(max_bytes + 1)
+        data = handle.read(want)
+        if size is not None and len(data) == want <= max_bytes:  # it grew while read: read on
+            data += handle.read(max_bytes + 1 - len(data))
     except OSError as exc:
         raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
