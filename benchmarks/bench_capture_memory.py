@@ -42,9 +42,18 @@ def run(server: LargeAnswers, command: str, root: Path) -> tuple[float, float, i
             ["--sink", tmp, "--max-snapshot-bytes", "100000000"] if command == "export" else ["--out", tmp]
         )
         measured = run_measured(
-            command, "--base-url", server.base_url, "--username", "admin", "--password-env", "BENCH_PASSWORD",
-            *where, env={"BENCH_PASSWORD": PASSWORD, "PYTHONPATH": str(root)}, timeout=1800,
-        )  # fmt: skip
+            command,
+            "--base-url",
+            server.base_url,
+            "--username",
+            "admin",
+            "--password-env",
+            "BENCH_PASSWORD",
+            *where,
+            env={"BENCH_PASSWORD": PASSWORD, "PYTHONPATH": str(root)},
+            cwd=root,
+            timeout=1800,
+        )  # fmt: skip (cwd: python -c puts the working directory first on the path)
     return measured.peak_rss_mb, measured.seconds, measured.code
 
 

@@ -4,10 +4,13 @@ what they give is what ``json.loads`` of the whole answer gives, however the byt
 from __future__ import annotations
 
 import json
+import os
 import random
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from airflow_provider_coremodels.core.reading.deadlines import AlertSelection, deadline_text
 from airflow_provider_coremodels.core.reading.stream import AnswerReader, Kept, read_answer
@@ -115,3 +118,27 @@ def test_the_alerts_chosen_as_read_make_the_text_all_of_them_make(count: int, ke
         if keep_raw:
             places = [next(i for i, a in enumerate(served) if a is alert) for alert in kept]
             assert places == sorted(places)
+
+
+# -- property: any JSON, cut anywhere ------------------------------------------------------------
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["tasks", "a", "b"]), inner),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=int(os.environ.get("COREMODELS_FUZZ_EXAMPLES", "200")), deadline=None)
+@given(value=_VALUES, seed=st.integers(0, 1000), most=st.integers(1, 40), indent=st.sampled_from([None, 1]))
+def test_any_json_cut_anywhere_reads_as_json_loads_reads_it(
+    value: Any, seed: int, most: int, indent: Any
+) -> None:
+    data = json.dumps(value, indent=indent, ensure_ascii=bool(seed % 2)).encode()
+    assert fed(data, AnswerReader(), seed, most) == json.loads(data)
+    assert fed(data, AnswerReader("tasks", bare=True), seed, most) == json.loads(data)
+    envelope = json.dumps({"RestApiStatusCode": 200, "RestApiResponse": value}).encode()
+    assert fed(
+        envelope, AnswerReader("tasks", bare=True).within("RestApiResponse"), seed, most
+    ) == json.loads(envelope)

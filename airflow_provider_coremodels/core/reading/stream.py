@@ -109,7 +109,6 @@ class AnswerReader:
         self._pending = 0  # characters in _pieces
         self._wait = 0  # characters to wait for before the next try (after one that needed more)
         self._stack: list[_Frame] = []
-        self._started = False
         self._done = False
         self._result: Any = None
         self._ended = False
@@ -193,17 +192,11 @@ class AnswerReader:
         if char is None:
             return False
         if not self._stack:
-            return self._top(char)
+            return self._open(char, 0)  # the answer itself (tried again from its start until whole)
         frame = self._stack[-1]
         if frame.target is None:
             return self._in_list(frame, char)
         return self._in_object(frame, char)
-
-    def _top(self, char: str) -> bool:
-        if self._started:
-            raise ValueError("unexpected JSON")  # pragma: no cover - the stack ends in _finish
-        self._started = True
-        return self._open(char, 0)
 
     def _open(self, char: str, level: int) -> bool:
         """A value at ``level`` (the answer, or an envelope's member) starts with ``char``: an
@@ -220,8 +213,6 @@ class AnswerReader:
             return True
         ok, value = self._value()
         if not ok:
-            if not self._stack:
-                self._started = False  # tried again from the start of the value
             return False
         self._place(value)
         return True
