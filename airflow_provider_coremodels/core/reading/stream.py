@@ -24,6 +24,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+#: What may still belong to a number the text cut short ("1.5e" is "1.5" and a bad "e" only if
+#: nothing follows: the next piece may bring "+24").
+_NUMBER_GOES_ON = re.compile(r"[0-9eE.+\-]*")
 _SCAN = json.JSONDecoder().raw_decode
 #: What a failed try waits for before the next: this many more characters at least (a value cut
 #: by the end of a chunk is tried again once enough has come, never once per chunk).
@@ -176,8 +179,7 @@ class AnswerReader:
             if self._ended:
                 raise ValueError(_reason(exc)) from None
             return False, None
-        # a number that reaches the end of the text may go on in the next piece
-        if end >= len(self._text) and not self._ended:
+        if not self._ended and _cut_short(self._text, end, value):
             return False, None
         self._at = end
         return True, value
@@ -287,12 +289,35 @@ class AnswerReader:
             self._at += 1
             frame.expect = "key"  # here: an item must follow
             return True
-        ok, item = self._value()
-        if not ok:
-            return False
-        frame.collector.add(item)  # type: ignore[union-attr]
-        frame.expect = "next"
-        return True
+        return self._items_run(frame)
+
+    def _items_run(self, frame: _Frame) -> bool:
+        """Items, one after another, until the list ends or the text does: the one loop every item
+        of a long list goes through (``_value``'s and ``_step``'s work, without their calls)."""
+        text, add, ended = self._text, frame.collector.add, self._ended  # type: ignore[union-attr]
+        size, at = len(text), self._at
+        while True:  # at: where an item starts
+            try:
+                item, end = _SCAN(text, at)
+            except json.JSONDecodeError as exc:
+                if ended:
+                    raise ValueError(_reason(exc)) from None
+                self._at = at
+                return False
+            if not ended and (end >= size or _cut_short(text, end, item)):
+                self._at = at
+                return False
+            add(item)
+            at = _WHITESPACE.match(text, end).end()  # type: ignore[union-attr]
+            if at < size and text[at] == ",":
+                at = _WHITESPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+                frame.expect = "key"  # an item must follow
+                if at < size:
+                    continue
+                self._at = at
+                return False
+            self._at, frame.expect = at, "next"  # the end of the list, of the text, or an error
+            return at < size
 
 
 def read_answer(data: bytes, reader: AnswerReader, *, piece: int = 1 << 20) -> Any:
@@ -301,6 +326,16 @@ def read_answer(data: bytes, reader: AnswerReader, *, piece: int = 1 << 20) -> A
     for start in range(0, len(view), piece):
         reader.feed(bytes(view[start : start + piece]))
     return reader.end()
+
+
+def _cut_short(text: str, end: int, value: Any) -> bool:
+    """Whether a value read up to ``end`` may go on in the next piece of text: the text ends there,
+    or a number is followed by nothing but what could still be part of it."""
+    if end >= len(text):
+        return True
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _NUMBER_GOES_ON.match(text, end).end() >= len(text)  # type: ignore[union-attr]
+    return False
 
 
 def _reason(exc: json.JSONDecodeError) -> str:
