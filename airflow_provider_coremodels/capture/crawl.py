@@ -176,6 +176,10 @@ class _List:
 
 _NOTHING = object()
 
+#: What a capture that keeps no raw answers keeps of a DAG's doc_md: the parse reads only whether
+#: the DAG has one (core/reading/parse.py), and a doc_md may run to the cap on one answer.
+_DOC_KEPT = 100
+
 #: Lists whose items are reduced even for ``capture --out`` (which keeps every other object as the
 #: server sent it): a traceback or a warning can quote anything a DAG file holds, a secret too.
 _ALWAYS_REDUCED = ("import_errors", "dag_warnings")
@@ -796,7 +800,11 @@ class _Crawl:
             self.details.setdefault(dag_id, {})["owner_links"] = body["owner_links"]  # asked for or not
         for want in wants:
             if isinstance(body, dict) and want in body:
-                self.details.setdefault(dag_id, {})[want] = body[want]
+                value = body[want]
+                if want == "doc_md" and not self.keep_raw and isinstance(value, str):
+                    # the parse reads only whether there is one: not the text (any length) of each
+                    value = value.strip()[:_DOC_KEPT]
+                self.details.setdefault(dag_id, {})[want] = value
             elif want != "doc_md":  # a missing doc_md is a DAG without one
                 why = problem or f"the answer has no {want}"
                 self.lossiness.append(
