@@ -119,9 +119,10 @@ class Slot:
     overloaded: bool = False
     retry_after: float | None = None
 
-    def answered(self) -> None:
-        """The whole answer is in: its latency counts."""
-        self.seconds = time.monotonic() - self.sent
+    def answered(self, ours: float = 0.0) -> None:
+        """The whole answer is in: its latency counts, less ``ours`` (seconds this side spent
+        decoding it as it arrived, which say nothing of the server)."""
+        self.seconds = max(0.0, time.monotonic() - self.sent - ours)
 
     def refused(self, retry_after: float | None = None) -> None:
         """The server is overloaded (an overload status, a read timeout)."""
@@ -241,6 +242,25 @@ def send_with_retries(
         time.sleep(delay)
 
 
+class _Timed:
+    """An ``Incremental`` and the time spent feeding it: the pacer judges the server by how long
+    an answer took to arrive, not by how long this side took to decode it on the way."""
+
+    def __init__(self, inner: Incremental) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def feed(self, data: bytes) -> None:
+        started = time.monotonic()
+        try:
+            self.inner.feed(data)
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def end(self) -> Any:
+        return self.inner.end()
+
+
 @dataclass(frozen=True)
 class _Transient:
     """Why one attempt failed in a way worth another try, and the server's Retry-After if it gave one."""
@@ -279,7 +299,7 @@ def _attempt(
     except requests.RequestException as exc:  # too many redirects, a redirect to file:// ...
         raise error(SECRETS.scrub(f"{method} {url} failed: {_reason(exc)}")) from None
     # a success is decoded as it arrives (a redirect, an error or a retried status is read whole)
-    fed = stream() if stream is not None and 200 <= response.status_code < 300 else None
+    fed = _Timed(stream()) if stream is not None and 200 <= response.status_code < 300 else None
     try:
         problem = _read_body(response, max_bytes, _timeout_of(request), deadline, fed)
     except _TooLarge as exc:
@@ -306,7 +326,7 @@ def _attempt(
     if problem is not None:
         slot.refused()
         return _Transient(problem)
-    slot.answered()
+    slot.answered(fed.seconds if fed is not None else 0.0)
     if not decode or response.status_code >= 300:
         return response, None  # a redirect not followed, or a 4xx: the caller decides
     try:
