@@ -216,10 +216,12 @@ def capture(
 ) -> Capture:
     """Capture the deployment behind ``client``.
 
-    With ``keep_raw`` every object is kept as the server sent it (for ``capture --out``);
-    without, DAGs, tasks and assets are reduced to the keys the parse reads as they arrive, so
-    memory follows the estate rather than the size of the responses (``keep_asset_extra``
-    keeps assets' ``extra``, for an estate that includes it).
+    With ``keep_raw`` every object is kept as the server sent it (for ``capture --out``), but for
+    a DAG's deadline alerts: the ones its metadata lists (50 at most), as served; without, DAGs,
+    tasks and assets are reduced to the keys the parse reads as they arrive (a DAG's tasks and
+    alerts as each is decoded, the answer never held whole), so memory follows the estate rather
+    than the size of the responses or how many DAGs sent large ones (``keep_asset_extra`` keeps
+    assets' ``extra``, for an estate that includes it).
     """
     return _Crawl(client, keep_raw, keep_asset_extra, progress).run()
 
