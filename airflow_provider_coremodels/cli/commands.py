@@ -305,6 +305,20 @@ def teams(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _json_pieces(value: Any) -> Iterator[bytes]:
+    """``json.dumps(value, ensure_ascii=False)`` as UTF-8, the same bytes, an object of string keys
+    one member at a time: ``tasks.json`` (every DAG's tasks as served) is never held as text whole,
+    nor twice (as a str, then its bytes) beside the answers it is made of."""
+    if not (isinstance(value, dict) and all(isinstance(key, str) for key in value)):
+        yield json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return
+    yield b"{"
+    for index, (key, member) in enumerate(value.items()):
+        text = f"{', ' if index else ''}{json.dumps(key, ensure_ascii=False)}: "
+        yield (text + json.dumps(member, ensure_ascii=False)).encode("utf-8")
+    yield b"}"
+
+
 def capture(args: argparse.Namespace) -> int:
     """``capture``: read the estate from the REST API and save the three artifacts under ``--out``."""
     from airflow_provider_coremodels.capture import capture as run_capture
@@ -329,7 +343,7 @@ def capture(args: argparse.Namespace) -> int:
     if isinstance(result.datasets, dict):  # not written when the assets could not be fetched
         files["datasets.json"] = result.datasets
     for name, value in files.items():
-        write_atomic(out / name, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+        write_atomic(out / name, _json_pieces(value))
     for record in result.lossiness:
         sys.stderr.write(f"warning: {record.artifact}: {printable(record.message)}\n")
     emit(f"{result.summary.line()} -> {out}")
