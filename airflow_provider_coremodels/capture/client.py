@@ -16,6 +16,7 @@ import requests
 
 from airflow_provider_coremodels import __version__, defaults
 from airflow_provider_coremodels.capture.pacing import PACINGS, Pacer, kind_of
+from airflow_provider_coremodels.core.reading.stream import AnswerReader
 from airflow_provider_coremodels.errors import AuthError, CaptureError
 from airflow_provider_coremodels.io.transport import (
     Deadline,
@@ -32,6 +33,8 @@ log = scrubbed_logger(__name__)
 
 #: Decodes a response body (raising ValueError on a bad one), in place of the generic JSON decode.
 Decoder = Callable[[bytes], Any]
+#: Makes the reader a success's body is fed to as it arrives (``core/reading/stream.py``): one per attempt.
+Reader = Callable[[], AnswerReader]
 
 USER_AGENT = f"airflow-provider-coremodels/{__version__}"
 
@@ -240,13 +243,16 @@ class AirflowApiClient:
         params: dict[str, Any] | None = None,
         *,
         decoder: Decoder | None = None,
+        reader: Reader | None = None,
         under_api: bool = True,
         first: bool = False,
     ) -> Any:
         """GET an API path (``/dags``, not ``/api/v2/dags``) as JSON, retrying what is transient.
 
         ``decoder`` replaces the generic JSON decode, for an answer of which only a few keys
-        matter (a typed decode keeps memory to those keys). ``under_api=False``: a path of the
+        matter (a typed decode keeps memory to those keys). ``reader``: the answer is read as it
+        arrives, each item of its list kept as the reader's collector keeps it (a DAG's tasks, its
+        deadline alerts), never held whole. ``under_api=False``: a path of the
         server's own (``/ui/dependencies``), not under the API's prefix. ``first``: a page of a
         list, sent before the per-item requests waiting for the pacer (``Pacer.enter``).
         """
@@ -254,7 +260,9 @@ class AirflowApiClient:
         renewed = False
         while True:
             bearer = self._bearer
-            response, body = self._send("GET", full, params=params, decode=True, decoder=decoder, first=first)
+            response, body = self._send(
+                "GET", full, params=params, decode=True, decoder=decoder, reader=reader, first=first
+            )
             if response.status_code == 401 and self._uses_jwt and not renewed:
                 self._renew(bearer)
                 renewed = True
@@ -293,6 +301,7 @@ class AirflowApiClient:
         authenticated: bool = True,
         decode: bool = False,
         decoder: Decoder | None = None,
+        reader: Reader | None = None,
         allow_redirects: bool = True,
         first: bool = False,
     ) -> tuple[requests.Response, Any]:
@@ -312,6 +321,7 @@ class AirflowApiClient:
             first=first,
             decode=decode,
             decoder=decoder or decode_json,
+            stream=reader,
             params=params,
             json=json,
             headers=headers,

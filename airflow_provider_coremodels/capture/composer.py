@@ -19,7 +19,7 @@ from typing import Any
 
 import requests
 
-from airflow_provider_coremodels.capture.client import AirflowApiClient, ApiSource, Decoder
+from airflow_provider_coremodels.capture.client import AirflowApiClient, ApiSource, Decoder, Reader
 from airflow_provider_coremodels.errors import AuthError, CaptureError
 from airflow_provider_coremodels.io.transport import RetryPolicy, send_with_retries
 from airflow_provider_coremodels.redaction import SECRETS, scrub, scrubbed_logger
@@ -111,6 +111,7 @@ class ComposerApiClient(AirflowApiClient):
         authenticated: bool = True,
         decode: bool = False,
         decoder: Decoder | None = None,
+        reader: Reader | None = None,
         allow_redirects: bool = True,
         first: bool = False,
     ) -> tuple[requests.Response, Any]:
@@ -124,6 +125,7 @@ class ComposerApiClient(AirflowApiClient):
             authenticated=authenticated,
             decode=decode,
             decoder=decoder,
+            reader=reader,
             allow_redirects=allow_redirects,
             first=first,
         )

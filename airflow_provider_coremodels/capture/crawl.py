@@ -38,7 +38,7 @@ from airflow_provider_coremodels.core.reading.broken import (
     read_import_errors,
 )
 from airflow_provider_coremodels.core.reading.conflicts import ASSET_CONFLICT
-from airflow_provider_coremodels.core.reading.deadlines import DEADLINE_ALERTS, reduce_alert
+from airflow_provider_coremodels.core.reading.deadlines import DEADLINE_ALERTS, AlertSelection, Selected
 from airflow_provider_coremodels.core.reading.parse import (
     decode_dag_ids_page,
     reduce_asset,
@@ -49,6 +49,7 @@ from airflow_provider_coremodels.core.reading.parse import (
     scheduled_on_assets,
 )
 from airflow_provider_coremodels.core.reading.references import DEPENDENCIES, reduce_graph, unchecked_record
+from airflow_provider_coremodels.core.reading.stream import AnswerReader, Kept
 from airflow_provider_coremodels.errors import AuthError, CaptureError
 from airflow_provider_coremodels.redaction import SECRETS, scrub_credentials, scrubbed_logger
 
@@ -175,6 +176,10 @@ class _List:
 
 _NOTHING = object()
 
+#: What a capture that keeps no raw answers keeps of a DAG's doc_md: the parse reads only whether
+#: the DAG has one (core/reading/parse.py), and a doc_md may run to the cap on one answer.
+_DOC_KEPT = 100
+
 #: Lists whose items are reduced even for ``capture --out`` (which keeps every other object as the
 #: server sent it): a traceback or a warning can quote anything a DAG file holds, a secret too.
 _ALWAYS_REDUCED = ("import_errors", "dag_warnings")
@@ -211,10 +216,12 @@ def capture(
 ) -> Capture:
     """Capture the deployment behind ``client``.
 
-    With ``keep_raw`` every object is kept as the server sent it (for ``capture --out``);
-    without, DAGs, tasks and assets are reduced to the keys the parse reads as they arrive, so
-    memory follows the estate rather than the size of the responses (``keep_asset_extra``
-    keeps assets' ``extra``, for an estate that includes it).
+    With ``keep_raw`` every object is kept as the server sent it (for ``capture --out``), but for
+    a DAG's deadline alerts: the ones its metadata lists (50 at most), as served; without, DAGs,
+    tasks and assets are reduced to the keys the parse reads as they arrive (a DAG's tasks and
+    alerts as each is decoded, the answer never held whole), so memory follows the estate rather
+    than the size of the responses or how many DAGs sent large ones (``keep_asset_extra`` keeps
+    assets' ``extra``, for an estate that includes it).
     """
     return _Crawl(client, keep_raw, keep_asset_extra, progress).run()
 
@@ -737,7 +744,7 @@ class _Crawl:
                 self.deadlines_lost[dag_id] = "a dag_id that cannot be named in a URL path; not requested"
             return
         path = f"/dags/{quote(dag_id, safe='')}"
-        self._later("tasks", dag_id, self.client.get_json, f"{path}/tasks")
+        self._later("tasks", dag_id, self._tasks_of, f"{path}/tasks")
         wants = []
         if scheduled_on_assets(raw):
             self.schedules += 1
@@ -795,7 +802,11 @@ class _Crawl:
             self.details.setdefault(dag_id, {})["owner_links"] = body["owner_links"]  # asked for or not
         for want in wants:
             if isinstance(body, dict) and want in body:
-                self.details.setdefault(dag_id, {})[want] = body[want]
+                value = body[want]
+                if want == "doc_md" and not self.keep_raw and isinstance(value, str):
+                    # the parse reads only whether there is one: not the text (any length) of each
+                    value = value.strip()[:_DOC_KEPT]
+                self.details.setdefault(dag_id, {})[want] = value
             elif want != "doc_md":  # a missing doc_md is a DAG without one
                 why = problem or f"the answer has no {want}"
                 self.lossiness.append(
@@ -841,12 +852,17 @@ class _Crawl:
         if not isinstance(alerts, list):
             self.deadlines_lost[dag_id] = f"the answer has no {DEADLINE_ALERTS!r} list"
             return
+        if not isinstance(alerts, Selected):  # a client that read the answer whole: chosen here
+            selection = AlertSelection(keep_raw=self.keep_raw)
+            for alert in alerts:
+                selection.add(alert)
+            alerts = selection.value()
         total = body.get("total_entries")
-        if isinstance(total, int) and total > len(alerts):
-            self.deadlines_lost[dag_id] = f"{total} alerts, more than the {len(alerts)} one page holds"
+        served = alerts.seen  # chosen as read (AlertSelection): of how many
+        if isinstance(total, int) and total > served:
+            self.deadlines_lost[dag_id] = f"{total} alerts, more than the {served} one page holds"
             return
-        kept = alerts if self.keep_raw else [a for a in map(reduce_alert, alerts) if a is not None]
-        self.details.setdefault(dag_id, {})[DEADLINE_ALERTS] = kept
+        self.details.setdefault(dag_id, {})[DEADLINE_ALERTS] = list(alerts)
 
     def _events_done(self, uri: str, future: Future[Any]) -> None:
         def events(body: dict[str, Any]) -> Any:
@@ -875,7 +891,7 @@ class _Crawl:
                 self._tasks_lost(dag_id, "the tasks response has no 'tasks' list")
             elif self.keep_raw:
                 self.tasks[dag_id] = body if isinstance(body, dict) else {"tasks": tasks}
-            else:
+            else:  # reduced as read (_tasks_reader); again here, for a client that read it whole
                 self.tasks[dag_id] = {"tasks": [reduce_task(t) for t in tasks]}
         if self.progress is not None:  # counted, not summed over the records: once per DAG
             self.progress(len(self.tasks) + self.tasks_lost, self.dags_found)
@@ -885,9 +901,24 @@ class _Crawl:
             self.deadlines_asked += 1
             self._later("deadlines", dag_id, self._deadline_alerts_of, dag_id)
 
+    def _tasks_of(self, path: str) -> Any:
+        return self.client.get_json(path, reader=self._tasks_reader)
+
     def _deadline_alerts_of(self, dag_id: str) -> Any:
         path = DEADLINE_ALERTS_PATH.format(dag_id=quote(dag_id, safe=""))
-        return self.client.get_json(path, {"limit": PAGE_LIMIT}, under_api=False)
+        return self.client.get_json(path, {"limit": PAGE_LIMIT}, reader=self._alerts_reader, under_api=False)
+
+    # A DAG's answers are read as they arrive, each item kept as the estate needs it (a task's
+    # few keys; of the alerts, those the document lists): a capture's memory follows the estate,
+    # not the size of the answers nor how many DAGs sent large ones.
+
+    def _tasks_reader(self) -> AnswerReader:
+        return AnswerReader(
+            "tasks", functools.partial(Kept, None if self.keep_raw else reduce_task), bare=True
+        )
+
+    def _alerts_reader(self) -> AnswerReader:
+        return AnswerReader(DEADLINE_ALERTS, functools.partial(AlertSelection, keep_raw=self.keep_raw))
 
     def _tasks_lost(self, dag_id: str, reason: str) -> None:
         self.tasks_lost += 1

@@ -8,8 +8,11 @@ with the same two keys). botocore builds the request (the endpoint, the ``env.``
 JSON, the signature) exactly as ``boto3.client("mwaa").invoke_rest_api`` does; its
 ``before-send`` event hands the signed request to the provider's transport, so botocore's own
 HTTP never runs for it: the body cap, the whole-request deadline, the retries and the redirect
-rule (none followed: a signed request goes nowhere else) are the transport's. Requires boto3
-(the ``mwaa`` extra).
+rule (none followed: a signed request goes nowhere else) are the transport's. A success's
+envelope is read by the transport as it arrives, once: the answer inside it is read as a direct
+capture reads one (a DAG's tasks reduced item by item), and botocore is handed an empty envelope,
+so the answer is never decoded twice (botocore decoded the whole envelope, which was then encoded
+and decoded again: 1.6 GB for one 56 MB answer). Requires boto3 (the ``mwaa`` extra).
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from airflow_provider_coremodels.capture.client import (
     ApiSource,
     Decoder,
     NotSent,
+    Reader,
 )
 from airflow_provider_coremodels.capture.pacing import kind_of
+from airflow_provider_coremodels.core.reading.stream import AnswerReader
 from airflow_provider_coremodels.errors import AuthError, CaptureError
 from airflow_provider_coremodels.io.transport import (
     RETRY_STATUSES,
@@ -93,13 +98,47 @@ class MwaaAccess:
         return f"{endpoint}/restapi/{self.environment}"
 
 
+_UNSET: Any = object()
+
+
 @dataclass
 class _Call:
-    """What the transport needs to know of the request botocore is about to send."""
+    """What the transport needs to know of the request botocore is about to send, and the answer
+    it read itself (a success's envelope, decoded once as it arrived)."""
 
     kind: str
     first: bool
     answered: bool = False  # the transport handed botocore an answer to read
+    decode: bool = False
+    reader: Reader | None = None  # how the answer inside the envelope is read (else: whole)
+    decoded: Any = _UNSET  # the envelope, read by the transport (botocore gets an empty one)
+    problem: str | None = None  # why the transport could not read it
+
+
+class _Envelope:
+    """The reader of a success's envelope: the answer inside read as ``reader`` reads it, or whole.
+    Its failure is kept, not raised: an unreadable envelope is not worth another try (the same
+    bytes would come back), and is said as botocore's failure to read one was."""
+
+    def __init__(self, reader: Reader | None) -> None:
+        inner = reader() if reader is not None else AnswerReader()
+        self.reader = inner.within(RESPONSE)
+        self.problem: str | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self.problem is None:
+            try:
+                self.reader.feed(data)
+            except ValueError as exc:
+                self.problem = str(exc)
+
+    def end(self) -> Any:
+        if self.problem is None:
+            try:
+                return self.reader.end()
+            except ValueError as exc:
+                self.problem = str(exc)
+        return _UNSET
 
 
 class _Body:
@@ -173,6 +212,7 @@ class MwaaApiClient(AirflowApiClient):
         authenticated: bool = True,
         decode: bool = False,
         decoder: Decoder | None = None,
+        reader: Reader | None = None,
         allow_redirects: bool = True,
         first: bool = False,
     ) -> tuple[requests.Response, Any]:
@@ -187,6 +227,7 @@ class MwaaApiClient(AirflowApiClient):
             json=json,
             decode=decode,
             decoder=decoder,
+            reader=reader,
             first=first,
         )
 
@@ -200,9 +241,13 @@ class MwaaApiClient(AirflowApiClient):
         json: Any = None,
         decode: bool = False,
         decoder: Decoder | None = None,
+        reader: Reader | None = None,
         first: bool = False,
     ) -> tuple[requests.Response, Any]:
-        """One InvokeRestApi call: the web server's answer as a response of its own (status, body)."""
+        """One InvokeRestApi call: the web server's answer as a response of its own (status, body).
+
+        ``decoder`` is not used through MWAA: the envelope is read once, the answer inside it whole
+        or as ``reader`` reads it, and whatever a decoder would have kept is in what is read."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         if len(rest_path) > MAX_PATH:
@@ -215,9 +260,15 @@ class MwaaApiClient(AirflowApiClient):
             call["QueryParameters"] = dict(params)
         if json is not None:
             call["Body"] = json
-        sending = self._call.current = _Call(kind_of(path), first)
+        sending = self._call.current = _Call(kind_of(path), first, decode=decode, reader=reader)
         try:
             answer = self._mwaa.invoke_rest_api(**call)
+            if sending.problem is not None:
+                raise CaptureError(
+                    f"{self._url(path)}: InvokeRestApi's answer is unreadable: {_not_read(sending.problem)}"
+                )
+            if sending.decoded is not _UNSET:  # read by the transport (_carry): botocore read "{}"
+                return self._read_answer(path, sending.decoded, decode)
             status, body = answer.get(STATUS), answer.get(RESPONSE)
         except ClientError as exc:
             status, body = self._carried(exc, path)
@@ -234,6 +285,13 @@ class MwaaApiClient(AirflowApiClient):
         finally:
             self._call.current = None
         return self._answer(path, status, body, decode, decoder)
+
+    def _read_answer(self, path: str, envelope: Any, decode: bool) -> tuple[requests.Response, Any]:
+        """A success's envelope as the transport read it: the answer inside, decoded once."""
+        status = envelope.get(STATUS, _UNSET) if isinstance(envelope, dict) else None
+        if status is not _UNSET and (not isinstance(status, int) or isinstance(status, bool)):
+            raise CaptureError(f"{self._url(path)}: InvokeRestApi's answer is unreadable: {_NO_ENVELOPE}")
+        return self._answer(path, envelope.get(STATUS), envelope.get(RESPONSE), decode, None, decoded=True)
 
     def _carried(self, exc: Any, path: str) -> tuple[Any, Any]:
         """The web server's status and body from an InvokeRestApi error, or the error MWAA's own is."""
@@ -256,9 +314,17 @@ class MwaaApiClient(AirflowApiClient):
         raise CaptureError(f"{self._url(path)}: InvokeRestApi failed: {code}: {message}") from None
 
     def _answer(
-        self, path: str, status: Any, body: Any, decode: bool, decoder: Decoder | None
+        self,
+        path: str,
+        status: Any,
+        body: Any,
+        decode: bool,
+        decoder: Decoder | None,
+        *,
+        decoded: bool = False,
     ) -> tuple[requests.Response, Any]:
-        """The web server's answer as the rest of the client reads one: status, body, JSON."""
+        """The web server's answer as the rest of the client reads one: status, body, JSON.
+        ``decoded``: ``body`` is the answer as the caller wants it (read once, by ``_carry``)."""
         import msgspec
 
         if not isinstance(status, int):
@@ -267,7 +333,10 @@ class MwaaApiClient(AirflowApiClient):
         response.status_code = status
         response.url = self._url(path)
         response.headers = CaseInsensitiveDict({"Content-Type": "application/json"})
-        response._content = msgspec.json.encode(body)
+        if decoded and decode and status < 300:
+            response._content = b""  # nobody reads a success's body but as decoded
+            return response, body
+        response._content = msgspec.json.encode(body)  # an error's body: its message is read
         if not decode or status >= 300:
             return response, None
         try:
@@ -280,12 +349,18 @@ class MwaaApiClient(AirflowApiClient):
         from botocore.awsrequest import AWSResponse
 
         call: _Call | None = getattr(self._call, "current", None)
+        envelopes: list[_Envelope] = []
+
+        def envelope() -> _Envelope:  # one per attempt; a success's is read as it arrives
+            envelopes.append(_Envelope(call.reader if call is not None else None))
+            return envelopes[-1]
+
         headers = {
             name: value.decode("ascii") if isinstance(value, bytes) else value
             for name, value in request.headers.items()
             if name.lower() != "content-length"
         }
-        response, _ = send_with_retries(
+        response, decoded = send_with_retries(
             self._session,
             request.method,
             request.url,
@@ -298,6 +373,8 @@ class MwaaApiClient(AirflowApiClient):
             kind=call.kind if call else "",
             first=call.first if call else False,
             transient=_server_error,
+            decode=call is not None and call.decode,
+            stream=envelope,
             max_bytes=self.max_response_bytes,
             data=request.body,
             headers=headers,
@@ -312,10 +389,22 @@ class MwaaApiClient(AirflowApiClient):
             )
         if call is not None:
             call.answered = True  # what fails from here on is botocore's reading of the answer
+        if envelopes and 200 <= response.status_code < 300 and call is not None and call.decode:
+            call.problem = envelopes[-1].problem
+            call.decoded = decoded
+            return AWSResponse(request.url, response.status_code, dict(response.headers), _Body(b"{}"))
         return AWSResponse(request.url, response.status_code, dict(response.headers), _Body(response.content))
 
     def _url(self, path: str) -> str:
         return f"MWAA environment {self.access.environment} (InvokeRestApi) {path}"
+
+
+_NO_ENVELOPE = "not an InvokeRestApi envelope"
+
+
+def _not_read(problem: str) -> str:
+    """Why the provider could not read a success's envelope (``AnswerReader``'s reason)."""
+    return problem if problem in ("nested too deeply", "not UTF-8") else f"not JSON ({problem})"
 
 
 def _unreadable(exc: BaseException) -> str:

@@ -18,7 +18,7 @@ from airflow_provider_coremodels.core import build_document
 from airflow_provider_coremodels.core.estate.rules import failing_findings
 from airflow_provider_coremodels.core.estate.text import printable
 from airflow_provider_coremodels.core.reading.capabilities import require
-from airflow_provider_coremodels.core.views.render import render_json, render_table
+from airflow_provider_coremodels.core.views.render import render_json, render_json_bytes, render_table
 from airflow_provider_coremodels.errors import CoreModelsError, SinkError, SinksFailed, UsageError
 from airflow_provider_coremodels.io.input_files import (
     read_artifacts,
@@ -64,7 +64,7 @@ def audit(args: argparse.Namespace) -> int:
     outputs = checked_outputs(args.output)
     document = team_view(_audited_document(args, "audit", max_snapshot_bytes=args.max_snapshot_bytes), args)
     write_outputs(document, args, outputs)
-    emit(render(document, args))
+    emit(printed(document, args))
     return exit_code(document["findings"], args.fail_on)
 
 
@@ -129,7 +129,7 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
     )
     document = team_view(result.document, args)
     write_outputs(document, args, outputs)
-    emit(render(document, args))
+    emit(printed(document, args))
     code = exit_code(document["findings"], args.fail_on)
     if args.fail_on_new and failing_findings(document["change"]["findingsOpened"], args.fail_on_new):
         code = EXIT_FINDINGS
@@ -285,7 +285,7 @@ def merge(args: argparse.Namespace) -> int:
         except SinksFailed as failure:  # every other sink was written: the output is still due
             result = failure.result
     document = team_view(result.document, args)
-    emit(render(document, args))
+    emit(printed(document, args))
     if sinks:
         say_summary(result.summary_line(), args)
     return sink_failures(result.failed) or exit_code(document["findings"], args.fail_on)
@@ -345,6 +345,20 @@ def _stored_findings(path: str, teams: Any) -> dict[str, Any]:
     return {**document, "findings": findings}
 
 
+def _json_pieces(value: Any) -> Iterator[bytes]:
+    """``json.dumps(value, ensure_ascii=False)`` as UTF-8, the same bytes, an object of string keys
+    one member at a time: ``tasks.json`` (every DAG's tasks as served) is never held as text whole,
+    nor twice (as a str, then its bytes) beside the answers it is made of."""
+    if not (isinstance(value, dict) and all(isinstance(key, str) for key in value)):
+        yield json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return
+    yield b"{"
+    for index, (key, member) in enumerate(value.items()):
+        text = f"{', ' if index else ''}{json.dumps(key, ensure_ascii=False)}: "
+        yield (text + json.dumps(member, ensure_ascii=False)).encode("utf-8")
+    yield b"}"
+
+
 def capture(args: argparse.Namespace) -> int:
     """``capture``: read the estate from the REST API and save the three artifacts under ``--out``."""
     from airflow_provider_coremodels.capture import capture as run_capture
@@ -369,7 +383,7 @@ def capture(args: argparse.Namespace) -> int:
     if isinstance(result.datasets, dict):  # not written when the assets could not be fetched
         files["datasets.json"] = result.datasets
     for name, value in files.items():
-        write_atomic(out / name, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+        write_atomic(out / name, _json_pieces(value))
     for record in result.lossiness:
         sys.stderr.write(f"warning: {record.artifact}: {printable(record.message)}\n")
     emit(f"{result.summary.line()} -> {out}")
@@ -424,7 +438,7 @@ def export(args: argparse.Namespace) -> int:
 
     send_metrics(result, str(result.document["state"].get("deployment") or "default"))
     document = team_view(result.document, args)
-    emit(render(document, args))
+    emit(printed(document, args))
     say_summary(f"{result.capture.line()}\n{result.summary_line()}", args)
     return sink_failures(result.failed) or exit_code(document["findings"], args.fail_on)
 
@@ -808,6 +822,12 @@ def generate(args: argparse.Namespace) -> int:
     return EXIT_OK  # pragma: no cover - the gate always raises
 
 
+def printed(document: dict[str, Any], args: argparse.Namespace) -> str | bytes:
+    """What a command prints of the document: ``render``'s text, or for JSON its bytes (never
+    held as text too: the document's JSON is the largest thing an audit makes)."""
+    return render_json_bytes(document) if args.format == "json" else render(document, args)
+
+
 def render(document: dict[str, Any], args: argparse.Namespace) -> str:
     """The document in the format ``--format`` names."""
     if args.format == "json":
@@ -926,8 +946,17 @@ def exit_code(findings: list[dict[str, Any]], fail_on: str) -> int:
     return EXIT_FINDINGS if failing_findings(findings, fail_on) else EXIT_OK
 
 
-def emit(text: str) -> None:
-    """Print to stdout as UTF-8 whatever the locale says (messages carry an em dash)."""
+def emit(text: str | bytes) -> None:
+    """Print to stdout as UTF-8 whatever the locale says (messages carry an em dash); bytes (UTF-8
+    already) are written as they are."""
+    if isinstance(text, bytes) and not hasattr(sys.stdout, "buffer"):  # a text-only stream
+        text = text.decode("utf-8")
+    if isinstance(text, bytes):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(text)
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.flush()
+        return
     try:
         sys.stdout.write(text + "\n")
     except UnicodeEncodeError:

@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 
 #: The name of a temporary file ``write_atomic`` makes, and nothing else does.
@@ -24,8 +25,9 @@ def temporary_name(name: str) -> str:
     return f".{name}.{secrets.token_hex(16)}.coremodels.tmp"
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+def write_atomic(path: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> None:
+    """Write to a temporary file beside ``path``, fsync it, then rename it over ``path``. ``data``
+    may come in pieces, written as they come (a large file is then never held whole)."""
     target = Path(path)
     dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
     try:
@@ -34,7 +36,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         os.close(dir_fd)
 
 
-def write_atomic_at(dir_fd: int, name: str, data: bytes) -> None:
+def write_atomic_at(dir_fd: int, name: str, data: bytes | Iterable[bytes]) -> None:
     """``write_atomic`` of ``name`` in the open directory ``dir_fd``, so the directory cannot be swapped."""
     tmp = temporary_name(name)
     # O_EXCL: never through a symlink, never over another file; 0o666 less the umask, as open() makes.
@@ -42,7 +44,8 @@ def write_atomic_at(dir_fd: int, name: str, data: bytes) -> None:
     fd = os.open(tmp, flags, 0o666, dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for piece in (data,) if isinstance(data, bytes) else data:
+                handle.write(piece)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

@@ -21,10 +21,11 @@ from airflow_provider_coremodels.core import (
     Lossiness,
     StoredSnapshot,
     load_document,
-    parse_artifacts,
 )
 from airflow_provider_coremodels.core.checks.policy import Policy, parse_rules
 from airflow_provider_coremodels.core.checks.waivers import Waiver, parse_waivers
+from airflow_provider_coremodels.core.estate.collector import gc_paused
+from airflow_provider_coremodels.core.reading.parse import build_estate, decode_artifact
 from airflow_provider_coremodels.errors import (
     DagsArtifactError,
     InputError,
@@ -80,8 +81,14 @@ def read_limited(
     over = f"over the {max_bytes:,}-byte limit" + (f" ({limit_name})" if limit_name else "")
     if size is not None and size > max_bytes:
         raise Unreadable(f"is {size:,} bytes, {over}")
+    # Asked for no more than the file says it holds (and one byte to see it grow): a read of
+    # max_bytes + 1 makes a buffer of that size first (1 GiB by default), whatever the file holds,
+    # which an address-space limit refuses and tracemalloc counts.
+    want = max_bytes + 1 if size is None else min(size, max_bytes) + 1
     try:
-        data = handle.read(max_bytes + 1)
+        data = handle.read(want)
+        if size is not None and len(data) == want <= max_bytes:  # it grew while read: read on
+            data += handle.read(max_bytes + 1 - len(data))
     except OSError as exc:
         raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
     if len(data) > max_bytes:
@@ -174,22 +181,38 @@ def read_artifacts(
     max_bytes: int = defaults.MAX_ARTIFACT_BYTES,
     include_asset_extra: bool = False,
 ) -> Estate:
-    """Parse the artifact files: the dags file must be usable, the others become lossiness records if not."""
-    try:
-        dags_bytes = read_bounded(dags, max_bytes, limit_name="--max-artifact-bytes")
-    except Unreadable as exc:
-        raise DagsArtifactError(str(exc), dags) from None
+    """Parse the artifact files: the dags file must be usable, the others become lossiness records if not.
+
+    Each file is read and decoded in turn, its bytes let go before the next is read (no file's
+    bytes are held while the estate is built): the peak is the largest file and what is decoded,
+    not all three files and what is decoded (as ``parse_artifacts`` of the three would hold them).
+    """
     records: list[Lossiness] = []
-    try:
-        return parse_artifacts(
-            dags_bytes,
-            _read_optional("tasks", tasks, records, max_bytes),
+    with gc_paused():
+        try:
+            dags_doc = decode_artifact("dags", _read_dags(dags, max_bytes), records)
+        except DagsArtifactError as exc:
+            raise exc.with_source(dags) from None
+        tasks_doc = decode_artifact("tasks", _read_optional("tasks", tasks, records, max_bytes), records)
+        datasets_doc = decode_artifact(
+            "datasets",
             _read_optional("datasets", datasets, records, max_bytes),
-            lossiness=records,
+            records,
             include_asset_extra=include_asset_extra,
+        )
+    try:
+        return build_estate(
+            dags_doc, tasks_doc, datasets_doc, lossiness=records, include_asset_extra=include_asset_extra
         )
     except DagsArtifactError as exc:
         raise exc.with_source(dags) from None
+
+
+def _read_dags(path: str, max_bytes: int) -> bytes:
+    try:
+        return read_bounded(path, max_bytes, limit_name="--max-artifact-bytes")
+    except Unreadable as exc:
+        raise DagsArtifactError(str(exc), path) from None
 
 
 def _read_optional(artifact: str, path: str | None, records: list[Lossiness], max_bytes: int) -> bytes | None:

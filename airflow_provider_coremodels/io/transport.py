@@ -119,9 +119,10 @@ class Slot:
     overloaded: bool = False
     retry_after: float | None = None
 
-    def answered(self) -> None:
-        """The whole answer is in: its latency counts."""
-        self.seconds = time.monotonic() - self.sent
+    def answered(self, ours: float = 0.0) -> None:
+        """The whole answer is in: its latency counts, less ``ours`` (seconds this side spent
+        decoding it as it arrived, which say nothing of the server)."""
+        self.seconds = max(0.0, time.monotonic() - self.sent - ours)
 
     def refused(self, retry_after: float | None = None) -> None:
         """The server is overloaded (an overload status, a read timeout)."""
@@ -136,6 +137,14 @@ class Gate(Protocol):
     def enter(self, kind: str, until: float, *, first: bool = False) -> Slot: ...
 
     def leave(self, slot: Slot) -> None: ...
+
+
+class Incremental(Protocol):
+    """A decoder fed a body's bytes as they arrive (``core/reading/stream.py``'s ``AnswerReader``)."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def end(self) -> Any: ...
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -169,6 +178,7 @@ def send_with_retries(
     kind: str = "",
     first: bool = False,
     transient: Callable[[requests.Response], str | None] | None = None,
+    stream: Callable[[], Incremental] | None = None,
     **request: Any,
 ) -> tuple[requests.Response, Any]:
     """Send one request, retrying what is transient; return the final response (maybe a 4xx).
@@ -186,6 +196,9 @@ def send_with_retries(
     every request of the run, not only this one); a ``first`` attempt goes before the others
     waiting for a slot. ``transient``: what a final answer's body says is worth another try (an
     envelope carrying a 5xx from the server behind it, as MWAA's InvokeRestApi answers), or None.
+    ``stream``: with ``decode``, a success's body is fed to a new one of these as it arrives, and
+    what it ends with is the JSON: the body is never held whole (``content`` is then empty), so a
+    large answer costs what the decoder keeps of it, not its size.
     """
     attempt = 0
     while True:
@@ -205,8 +218,9 @@ def send_with_retries(
             slot = Slot(kind, 0, time.monotonic())
         try:
             outcome = _attempt(
-                session, method, url, request, slot, deadline, decode, decoder, max_bytes, error, transient
-            )
+                session, method, url, request, slot, deadline, decode, decoder, max_bytes, error, transient,
+                stream if decode else None,
+            )  # fmt: skip
         finally:
             if pacer is not None:
                 pacer.leave(slot)
@@ -226,6 +240,25 @@ def send_with_retries(
         log.warning("%s %s: %s; retrying in %.1f s (attempt %d)", method, url, problem, delay, attempt + 1)
         on_retry()
         time.sleep(delay)
+
+
+class _Timed:
+    """An ``Incremental`` and the time spent feeding it: the pacer judges the server by how long
+    an answer took to arrive, not by how long this side took to decode it on the way."""
+
+    def __init__(self, inner: Incremental) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    def feed(self, data: bytes) -> None:
+        started = time.monotonic()
+        try:
+            self.inner.feed(data)
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def end(self) -> Any:
+        return self.inner.end()
 
 
 @dataclass(frozen=True)
@@ -248,6 +281,7 @@ def _attempt(
     max_bytes: int,
     error: type[CoreModelsError],
     transient: Callable[[requests.Response], str | None] | None = None,
+    stream: Callable[[], Incremental] | None = None,
 ) -> tuple[requests.Response, Any] | _Transient:
     """One attempt of ``send_with_retries``: the final answer, or what makes it worth another."""
     retry_after: float | None = None
@@ -264,10 +298,14 @@ def _attempt(
         return _Transient(f"{type(exc).__name__}: {_reason(exc)}")
     except requests.RequestException as exc:  # too many redirects, a redirect to file:// ...
         raise error(scrub(f"{method} {url} failed: {_reason(exc)}")) from None
+    # a success is decoded as it arrives (a redirect, an error or a retried status is read whole)
+    fed = _Timed(stream()) if stream is not None and 200 <= response.status_code < 300 else None
     try:
-        problem = _read_body(response, max_bytes, _timeout_of(request), deadline)
+        problem = _read_body(response, max_bytes, _timeout_of(request), deadline, fed)
     except _TooLarge as exc:
         raise error(scrub(f"{method} {url} {exc}")) from None
+    except ValueError as exc:  # not JSON, seen before its end: worth another try, as below
+        return _Transient(f"the response body is not valid JSON ({exc})")
     if problem is not None:
         return _Transient(problem)
     if response.is_redirect and request.get("allow_redirects", True):
@@ -288,10 +326,12 @@ def _attempt(
     if problem is not None:
         slot.refused()
         return _Transient(problem)
-    slot.answered()
+    slot.answered(fed.seconds if fed is not None else 0.0)
     if not decode or response.status_code >= 300:
         return response, None  # a redirect not followed, or a 4xx: the caller decides
     try:
+        if fed is not None:
+            return response, fed.end()
         return response, (decoder or decode_json)(response.content)
     except ValueError as exc:  # truncated, garbled, not UTF-8: worth another try
         return _Transient(f"the response body is not valid JSON ({exc})")
@@ -510,9 +550,15 @@ def _timeout_of(request: dict[str, Any]) -> float | None:
 
 
 def _read_body(
-    response: requests.Response, max_bytes: int, seconds: float | None, deadline: Deadline
+    response: requests.Response,
+    max_bytes: int,
+    seconds: float | None,
+    deadline: Deadline,
+    fed: Incremental | None = None,
 ) -> str | None:
     """Read the whole body onto ``response`` within the limits; a transient problem, or None.
+    ``fed``: the body goes to this decoder piece by piece instead (``content`` stays empty); its
+    ValueError (not JSON) ends the read at once.
 
     The body must arrive within the read timeout, as a whole, and within what the run's budget
     has left: a server sending one byte a second holds a capture no longer than that.
@@ -532,7 +578,10 @@ def _read_body(
             size += len(chunk)
             if size > max_bytes:
                 raise _TooLarge(f"answered a body over the {max_bytes:,}-byte limit (after decompression)")
-            chunks.append(chunk)
+            if fed is not None:
+                fed.feed(chunk)
+            else:
+                chunks.append(chunk)
             if time.monotonic() - started > seconds:
                 return f"the response body took over {seconds:g} s to arrive"
     except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as exc:

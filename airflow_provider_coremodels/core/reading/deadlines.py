@@ -53,27 +53,96 @@ def deadline_text(value: object) -> str | None:
     ``[{"interval": seconds, "name": ..., "reference": ...}]`` (a whole number of seconds written as
     one; ``name`` only where the alert has one), sorted, every string scrubbed of credential shapes
     (an artifact read offline never went through the capture's scrub), bounded and escaped; ``[]``
-    for none. None where the alerts are unknown (no list)."""
+    for none; at most ``_ALERTS_MAX`` of them, the first in that order. None where the alerts are
+    unknown (no list)."""
     if not isinstance(value, list):
         return None
-    alerts = []
-    for raw in value:
+    entries = [_entry(alert) for alert in map(reduce_alert, value) if alert is not None]
+    entries.sort(key=_order)
+    text = json.dumps(entries[:_ALERTS_MAX], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return utf8_safe(text)
+
+
+def _entry(alert: Mapping[str, Any]) -> dict[str, Any]:
+    """A reduced alert as the metadata text lists it."""
+    interval = alert["interval"]
+    if isinstance(interval, float) and interval.is_integer():
+        interval = int(interval)
+    entry: dict[str, Any] = {
+        "interval": interval,
+        "reference": printable(cut(scrub_credentials(alert["reference_type"].strip()), _REFERENCE_MAX)),
+    }
+    if alert["name"] is not None:
+        entry["name"] = printable(cut(scrub_credentials(alert["name"].strip()), _NAME_MAX))
+    return entry
+
+
+def _order(entry: Mapping[str, Any]) -> str:
+    """Where an entry stands in the metadata text's order."""
+    return json.dumps(entry, sort_keys=True)
+
+
+def _interval_head(interval: object) -> str:
+    """How ``_order`` of an alert with this interval begins, up to the key after it."""
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or not math.isfinite(interval):
+        interval = None
+    elif isinstance(interval, float) and interval.is_integer():
+        interval = int(interval)
+    return '{"interval": ' + ("null" if interval is None else repr(interval)) + ", "  # as json.dumps
+
+
+class Selected(list[Any]):
+    """The alerts a selection kept, in the order they were served; ``seen``: how many the answer listed."""
+
+    seen: int = 0
+
+
+class AlertSelection:
+    """The alerts of one DAG's answer that its metadata can list, chosen as they are read.
+
+    ``deadline_text`` lists the first ``_ALERTS_MAX`` alerts in its order; an answer may list
+    hundreds of thousands (up to the cap on one answer). Each alert is reduced and placed as it
+    arrives, and no more than twice that many are ever held: the text made of what is kept is the
+    text made of them all. ``keep_raw``: keep the chosen alerts as served (``capture --out``),
+    else reduced.
+    """
+
+    def __init__(self, *, keep_raw: bool = False) -> None:
+        self.seen = 0
+        self._keep_raw = keep_raw
+        self._held: list[tuple[str, int, Any]] = []
+        self._bound: str | None = None  # the last kept one's place, once _ALERTS_MAX are kept
+
+    def add(self, raw: Any) -> None:
+        self.seen += 1
+        if self._bound is not None and isinstance(raw, Mapping):
+            # most alerts of a long answer fall after the last kept on their interval alone:
+            # told from the start of their place, without making the rest of it
+            head = _interval_head(raw.get("interval"))
+            if head > self._bound[: len(head)]:
+                return
         alert = reduce_alert(raw)
         if alert is None:
-            continue
-        interval = alert["interval"]
-        if isinstance(interval, float) and interval.is_integer():
-            interval = int(interval)
-        entry: dict[str, Any] = {
-            "interval": interval,
-            "reference": printable(cut(scrub_credentials(alert["reference_type"].strip()), _REFERENCE_MAX)),
-        }
-        if alert["name"] is not None:
-            entry["name"] = printable(cut(scrub_credentials(alert["name"].strip()), _NAME_MAX))
-        alerts.append(entry)
-    alerts.sort(key=lambda a: json.dumps(a, sort_keys=True))
-    text = json.dumps(alerts[:_ALERTS_MAX], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return utf8_safe(text)
+            return
+        order = _order(_entry(alert))
+        # one that would come after the last kept (or tie with it, arriving later) is never listed
+        if self._bound is not None and order >= self._bound:
+            return
+        self._held.append((order, self.seen, raw if self._keep_raw else alert))
+        if len(self._held) >= 2 * _ALERTS_MAX:
+            self._trim()
+
+    def _trim(self) -> None:
+        self._held.sort(key=lambda held: (held[0], held[1]))
+        del self._held[_ALERTS_MAX:]
+        if len(self._held) == _ALERTS_MAX:
+            self._bound = self._held[-1][0]
+
+    def value(self) -> Selected:
+        self._trim()
+        kept = Selected(held[2] for held in sorted(self._held, key=lambda held: held[1]))
+        kept.seen = self.seen
+        return kept
 
 
 def deadlines(metadata: Mapping[str, Any]) -> list[dict[str, Any]] | None:

@@ -385,21 +385,10 @@ def parse_artifacts(
     ``lossiness`` carries records the caller already has, such as an artifact file it could
     not read: an artifact with a record of its own is not reported again as not provided.
     """
-    if dags is None:
-        raise DagsArtifactError("is missing")
-    try:
-        dags_doc = _decode_reduced(_DAGS_DECODER, dags, ("dags",))
-    except ValueError as exc:
-        raise DagsArtifactError(f"is not valid JSON: {exc}") from None
     records = list(lossiness)
-    tasks_doc = _decode_optional("tasks", tasks, records, _decode_tasks)
-    assets_decoder = _ASSETS_EXTRA_DECODER if include_asset_extra else _ASSETS_DECODER
-    datasets_doc = _decode_optional(
-        "datasets",
-        datasets,
-        records,
-        lambda data: _decode_reduced(assets_decoder, data, ("assets", "datasets")),
-    )
+    dags_doc = decode_artifact("dags", dags, records)
+    tasks_doc = decode_artifact("tasks", tasks, records)
+    datasets_doc = decode_artifact("datasets", datasets, records, include_asset_extra=include_asset_extra)
     return build_estate(
         dags_doc,
         tasks_doc,
@@ -407,6 +396,29 @@ def parse_artifacts(
         state=state,
         lossiness=records,
         include_asset_extra=include_asset_extra,
+    )
+
+
+def decode_artifact(
+    artifact: str, data: bytes | str | None, records: list[Lossiness], *, include_asset_extra: bool = False
+) -> Any:
+    """One artifact's bytes (None: not provided) decoded as ``parse_artifacts`` decodes them, for
+    ``build_estate``: a caller that reads the artifacts one at a time lets each one's bytes go once
+    decoded, rather than holding all three until the estate is built (the tasks artifact is most
+    of the input: 180 of 200 MB at 10,000 DAGs). The dags artifact fails with
+    ``DagsArtifactError``; another that is not JSON is a record in ``records``, and ``ABSENT``."""
+    if artifact == "dags":
+        if data is None:
+            raise DagsArtifactError("is missing")
+        try:
+            return _decode_reduced(_DAGS_DECODER, data, ("dags",))
+        except ValueError as exc:
+            raise DagsArtifactError(f"is not valid JSON: {exc}") from None
+    if artifact == "tasks":
+        return _decode_optional("tasks", data, records, _decode_tasks)
+    assets_decoder = _ASSETS_EXTRA_DECODER if include_asset_extra else _ASSETS_DECODER
+    return _decode_optional(
+        "datasets", data, records, lambda data: _decode_reduced(assets_decoder, data, ("assets", "datasets"))
     )
 
 
