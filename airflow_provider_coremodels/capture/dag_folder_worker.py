@@ -941,7 +941,6 @@ def _parse_all(files: list[str], request: dict[str, Any]) -> tuple[list[dict[str
     live: dict[int, _Worker] = {}
     sys.stdout.flush()
     sys.stderr.flush()
-    gc.collect()
     gc.freeze()  # the server's objects stay out of the children's collections: fewer pages copied
 
     def spawn(index: int) -> None:
@@ -1383,6 +1382,14 @@ def _serve(common: dict[str, Any], messages: _Messages) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
         _warm_up(scratch, common)
     timings["warm_up"] = time.monotonic() - begun - sum(timings.values())
+    more_said = messages.waiting()
+    for message in more_said:
+        _list_in_child(listings, message.get("list"), common["safe_mode"])
+    said += more_said
+    if "jobs" not in said[-1]:
+        # the run still prepares what to parse: the garbage of the import and the warm-up is
+        # collected meanwhile (a tenth of a second), before the children are forked
+        gc.collect()
     while "jobs" not in said[-1]:
         more = messages.next()
         if more is None:

@@ -263,6 +263,11 @@ def _check_change(check: FolderCheck, folder: Path) -> FolderResult:
             head_only = None if check.full else to_parse(head_tree, touched)
             base_only = None if check.full else to_parse(view.tree or view.folder, touched)
             root, paused = known.root, known.paused
+            # what judging the parse needs, imported while the server still imports Airflow rather
+            # than after it answers: the import errors' reduction (and requests), the declarations
+            import airflow_provider_coremodels.capture.crawl
+            import airflow_provider_coremodels.capture.dag_folder_worker  # noqa: F401
+
             base, head = server.parse(
                 [
                     FolderJob(view.folder, only=base_only, deployed_root=root, paused=paused),
