@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -89,6 +90,10 @@ except SystemExit:
 mark("the run ends")
 for name, at in marks:
     print("mark", f"{at:.3f}", name, file=sys.stderr)
+import resource
+used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+cpu = sum(u.ru_utime + u.ru_stime for u in used)
+print("server (the judging process's CPU, git's with it)", f"{cpu:.3f}", file=sys.stderr)
 """
 
 
@@ -101,10 +106,18 @@ def git(repo: Path, *args: str) -> None:
     )
 
 
-def timed(command: list[str], cwd: Path) -> tuple[float, str]:
+#: CPU seconds (user and system) of each timed run and every process it waited for, by side (a
+#: sandbox's processes are not among them: the parse server reports its own, ``--phases``)
+CPU: dict[str, list[float]] = {}
+
+
+def timed(command: list[str], cwd: Path, side: str = "") -> tuple[float, str]:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(side, []).append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
     if done.returncode not in (0, 1):
         raise SystemExit(f"failed: {' '.join(command[:6])}...: {done.stderr.strip()[-500:]}")
     return elapsed, done.stdout
@@ -140,19 +153,20 @@ def main() -> None:
         )
         git(repo, "commit", "-q", "-am", "three files")
         check = [*audit, "--baseline", "baseline.json", "--base", "main", "--format", "json"]
+        load = os.getloadavg()[0]
         bag_times, check_times, full_times = [], [], []
         change: dict = {}
         for round_number in range(args.repeat):
             sides = ["bag", "check", *(["full"] if args.full else [])]
             for side in sides if round_number % 2 == 0 else sides[::-1]:
                 if side == "bag":
-                    bag_times.append(timed([sys.executable, "-c", DAGBAG, str(folder)], repo)[0])
+                    bag_times.append(timed([sys.executable, "-c", DAGBAG, str(folder)], repo, side)[0])
                 elif side == "check":
-                    elapsed, out = timed(check, repo)
+                    elapsed, out = timed(check, repo, side)
                     check_times.append(elapsed)
                     change = json.loads(out)["change"]
                 else:
-                    full_times.append(timed([*check, "--full"], repo)[0])
+                    full_times.append(timed([*check, "--full"], repo, side)[0])
         bag, ours = statistics.median(bag_times), statistics.median(check_times)
         base = change["base"]
         print(
@@ -161,9 +175,13 @@ def main() -> None:
             f"{base['filesParsed']} parsed; isolation: {change.get('isolation')}; "
             f"breaks: {[b['dependent'] for b in change['breaks']]}"
         )
+        print(f"load average at the start and the end: {load:.1f}, {os.getloadavg()[0]:.1f}")
         print("| side | median s |")
         print("|---|---|")
-        print(f"| DagBag(folder), the whole folder in one process, Airflow's import included | {bag:.2f} |")
+        print(
+            "| DagBag(folder), the whole folder in one process, Airflow's import included "
+            f"| {bag:.2f} (CPU {statistics.median(CPU['bag']):.2f}) |"
+        )
         print(f"| audit --dag-folder --base main (both versions' scoped parse, the audit) | {ours:.2f} |")
         if full_times:
             print(f"| ... --full (every file of both versions) | {statistics.median(full_times):.2f} |")
@@ -189,7 +207,7 @@ def phases(check: list[str], repo: Path) -> None:
             print(f"| {at} | {name} |")
         elif kind == "server":
             server.append(rest.rsplit(" ", 1))
-    print("\n| the parse server's own steps | s |")
+    print("\n| the parse server's own steps (wall), and CPU seconds | s |")
     print("|---|---:|")
     for name, seconds in server:
         print(f"| {name} | {seconds} |")
