@@ -112,8 +112,8 @@ _QUICK_BYTES = 2 * MAX_ARCHIVE_BYTES
 
 def quick_scratch() -> str | None:
     """Where to lay out the merge base: ``/dev/shm`` where it is a roomy memory-backed directory
-    this user may write (a file written there costs a fifth of one written to disk here, which is
-    what laying out a folder of thousands of files is), else the system's temporary directory
+    this user may write (a file written there cost a seventh of one written to disk here, and
+    laying out the base writes one a file of the folder), else the system's temporary directory
     (None)."""
     shm = "/dev/shm"
     try:
