@@ -15,8 +15,11 @@ warnings the dag-processor and scheduler write) is named in :attr:`FolderArtifac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_coremodels import defaults
-from airflow_provider_coremodels.capture.crawl import reduce_import_error, unseen_deadlines
 from airflow_provider_coremodels.capture.lineage_resolve import Lookup, attach
 from airflow_provider_coremodels.capture.sandbox import (
     AIRFLOW_HOME_INSIDE,
@@ -121,135 +123,279 @@ def parse_dag_folder(
     SQL and transfer operators read and write (``lineage_inference``), their connections resolved
     by ``connections`` (default: ``AIRFLOW_CONN_*``, then Airflow's lookup; ``lineage_resolve``).
     """
-    started = time.monotonic()
     root = Path(folder)
-    if not root.is_dir():
-        raise DagFolderError("is not a directory", os.fspath(folder))
-    root = root.resolve()
-    isolation = sandbox if isinstance(sandbox, Isolation) else choose(sandbox)
-    limits = limits or ParseLimits()
-    seconds = DEFAULT_DEADLINE if deadline is None else float(deadline)
-    withheld = set(withheld_env)
-    python = python or sys.executable
-    inside = isolation.kind == "sandbox"
-    with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
-        home = AIRFLOW_HOME_INSIDE if inside else os.path.join(scratch, "airflow")
-        if not inside:
-            os.mkdir(home)
-        env = parse_environment(os.environ, [n for n in passed_env if n not in withheld], home=home)
-        # Airflow's INFO lines of each file's parse would go nowhere (a child's output is
-        # discarded) and cost a tenth of its time
-        env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
-        if timeout is not None:  # Airflow's own per-file timeout (SIGALRM) agrees with the deadline
-            env["AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT"] = f"{float(timeout):g}"
-        request: dict[str, Any] = {
-            "folder": str(root),
-            "bundle": bundle,
-            "timeout": timeout,
-            "workers": workers or os.cpu_count() or 1,
-            "deployed_root": deployed_root.rstrip("/") if deployed_root else None,
-            "paused": dict(paused or {}),
-            "paused_at_creation": paused_at_creation,
-            "memory": 4 << 30 if memory is None else memory,
-            "sandboxed": inside,
-            "only": None if only is None else sorted(only),
-            "infer": infer,
-            **limits.request(),
-        }
-        if inside:
-            assert isolation.bwrap is not None
-            hide = [os.getcwd(), scratch, *hidden, *_ci_files(os.environ)]
-            command = bwrap_command(
-                isolation.bwrap, python=python, worker=str(WORKER), folder=str(root), hidden=hide
-            )
-        else:
-            command = [python, str(WORKER)]
-        result = _run(command, request, env, scratch, root, seconds - (time.monotonic() - started), limits)
-    if "error" in result:
-        lines = str(result["error"]).strip().splitlines()
-        why = scrub(lines[-1]) if lines else "no error text"
-        raise DagFolderError(f"could not be parsed: {why}", str(root))
-    try:
-        dags = result["dags"]
-        dags["dags"] = [_as_captured(entry) for entry in dags["dags"]]
-        dags["import_errors"] = [reduce_import_error(entry) for entry in dags["import_errors"]]
-        dags["lossiness"] = []
-        inferred, inference_records = attach(
-            result.get("inferred") or {}, result.get("inference"), connections
-        )
-        if inferred:
-            result["datasets"]["inferred"] = inferred
-        return FolderArtifacts(
-            dags=dags,
-            tasks=result["tasks"],
-            datasets=result["datasets"],
-            airflow_version=result["airflow_version"],
-            files=int(result["files"]),
-            listed=int(result.get("listed", result["files"])),
-            lines={
-                str(k): v
-                for k, v in result["lines"].items()
-                if isinstance(v, int) and not isinstance(v, bool)
-            },
-            lossiness=(*_records(result, paused is not None), *inference_records),
-            timings=dict(result.get("timings") or {}),
-            isolation=isolation,
-            declared={str(k): v for k, v in (result.get("declared") or {}).items() if isinstance(v, dict)},
-            error_lines={
-                str(k): v
-                for k, v in (result.get("error_lines") or {}).items()
-                if isinstance(v, int) and not isinstance(v, bool)
-            },
-        )
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise DagFolderError(
-            f"gave an answer that is not a parse ({type(exc).__name__})", str(root)
-        ) from None
+    job = FolderJob(root, only=only, deployed_root=deployed_root, paused=paused)
+    with ParseServer(
+        [root],
+        infer=infer,
+        connections=connections,
+        bundle=bundle,
+        timeout=timeout,
+        workers=workers,
+        paused_at_creation=paused_at_creation,
+        withheld_env=withheld_env,
+        memory=memory,
+        python=python,
+        sandbox=sandbox,
+        deadline=deadline,
+        passed_env=passed_env,
+        hidden=hidden,
+        limits=limits,
+    ) as server:
+        return server.parse([job])[0]
 
 
-def _run(
-    command: list[str],
-    request: dict[str, Any],
-    env: dict[str, str],
-    scratch: str,
-    root: Path,
-    seconds: float,
-    limits: ParseLimits,
-) -> dict[str, Any]:
-    """Run the parse server within ``seconds``; its answer, read within the run's bound, from a
-    file only it holds open (a descriptor it closes in every child before DAG code runs)."""
-    if seconds <= 0:
-        raise DagFolderError(f"was not parsed within --parse-deadline ({seconds:g} s left)", str(root))
-    answer_path = os.path.join(scratch, "answer")
-    errors_path = os.path.join(scratch, "stderr")
-    with open(answer_path, "w+b") as answer, open(errors_path, "w+b") as errors:
-        request = {**request, "answer_fd": answer.fileno()}
+@dataclass(frozen=True)
+class FolderJob:
+    """One folder's parse in a :class:`ParseServer`: the folder, the files to parse of those Airflow
+    lists there (all when None), the bundle's path on the deployment, the paused flags known."""
+
+    folder: Path
+    only: Iterable[str] | None = None
+    deployed_root: str | None = None
+    paused: Mapping[str, bool] | None = None
+
+
+class ParseServer:
+    """A parse server started before its folders are ready to be parsed (``parse_dag_folder``'s).
+
+    ``folders``: every folder it will parse, bound (read-only) into its sandbox at the start; each
+    must exist then, though a folder not named in ``ready`` may still be filled until
+    :meth:`ready` says it is (a pull request's merge base, laid out while Airflow is imported).
+    :meth:`parse` then parses the jobs, one after the other, and gives each job's artifacts. The
+    deadline counts from the start. Used as a context manager: a server never asked to parse (the
+    run failed first) is ended on the way out. The other arguments are ``parse_dag_folder``'s.
+    """
+
+    def __init__(
+        self,
+        folders: Iterable[str | os.PathLike[str]],
+        *,
+        bundle: str = DEFAULT_BUNDLE,
+        timeout: float | None = None,
+        workers: int | None = None,
+        paused_at_creation: bool | None = None,
+        withheld_env: Iterable[str] = (),
+        memory: int | None = None,
+        python: str | None = None,
+        sandbox: str | Isolation = "auto",
+        deadline: float | None = None,
+        passed_env: Iterable[str] = (),
+        hidden: Iterable[str] = (),
+        limits: ParseLimits | None = None,
+        ready: Iterable[str | os.PathLike[str]] | None = None,
+        infer: bool = True,
+        connections: Lookup | None = None,
+    ) -> None:
+        self.started = time.monotonic()
+        self.connections = connections
+        roots = []
+        for folder in folders:
+            if not Path(folder).is_dir():
+                raise DagFolderError("is not a directory", os.fspath(folder))
+            roots.append(Path(folder).resolve())
+        self.roots = roots
+        self.isolation = sandbox if isinstance(sandbox, Isolation) else choose(sandbox)
+        self.limits = limits or ParseLimits()
+        self.seconds = DEFAULT_DEADLINE if deadline is None else float(deadline)
+        withheld = set(withheld_env)
+        python = python or sys.executable
+        inside = self.isolation.kind == "sandbox"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.scratch = tempfile.mkdtemp(prefix="coremodels-dag-folder-")
         try:
-            finished = subprocess.run(  # our own worker, in bwrap or a plain process
-                command,
-                input=json.dumps(request).encode(),
-                stdout=errors,
-                stderr=errors,
-                env=env,
-                cwd=scratch,
-                timeout=seconds,
-                pass_fds=(answer.fileno(),),
-                check=False,
+            home = AIRFLOW_HOME_INSIDE if inside else os.path.join(self.scratch, "airflow")
+            if not inside:
+                os.mkdir(home)
+            env = parse_environment(os.environ, [n for n in passed_env if n not in withheld], home=home)
+            # Airflow's INFO lines of each file's parse would go nowhere (a child's output is
+            # discarded) and cost a tenth of its time
+            env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"
+            if timeout is not None:  # Airflow's own per-file timeout (SIGALRM) agrees with the deadline
+                env["AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT"] = f"{float(timeout):g}"
+            if inside:
+                assert self.isolation.bwrap is not None
+                hide = [os.getcwd(), self.scratch, *hidden, *_ci_files(os.environ)]
+                command = bwrap_command(
+                    self.isolation.bwrap,
+                    python=python,
+                    worker=str(WORKER),
+                    folders=[str(root) for root in roots],
+                    hidden=hide,
+                )
+            else:
+                command = [python, str(WORKER)]
+            self.answer = open(os.path.join(self.scratch, "answer"), "w+b")  # noqa: SIM115
+            self.errors_path = os.path.join(self.scratch, "stderr")
+            with open(self.errors_path, "w+b") as errors:
+                self.process = subprocess.Popen(  # our own worker, in bwrap or a plain process
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=errors,
+                    stderr=errors,
+                    env=env,
+                    cwd=self.scratch,
+                    pass_fds=(self.answer.fileno(),),
+                )
+            assert self.process.stdin is not None
+            os.set_blocking(self.process.stdin.fileno(), False)
+            listed_now = roots if ready is None else [Path(f).resolve() for f in ready]
+            self._send(
+                {
+                    "bundle": bundle,
+                    "timeout": timeout,
+                    "workers": workers or os.cpu_count() or 1,
+                    "paused_at_creation": paused_at_creation,
+                    "memory": 4 << 30 if memory is None else memory,
+                    "sandboxed": inside,
+                    "answer_fd": self.answer.fileno(),
+                    "list": [str(root) for root in listed_now],
+                    "infer": infer,
+                    **self.limits.request(),
+                }
             )
-        except subprocess.TimeoutExpired:
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> ParseServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _left(self) -> float:
+        return self.seconds - (time.monotonic() - self.started)
+
+    def _deadline_error(self) -> DagFolderError:
+        return DagFolderError(
+            f"was not parsed within its deadline of {self.seconds:g} s (--parse-deadline)", str(self.roots[0])
+        )
+
+    def _send(self, message: dict[str, Any]) -> None:
+        """One line of JSON to the server, within the deadline (it reads once Airflow is imported)."""
+        assert self.process is not None and self.process.stdin is not None
+        fd = self.process.stdin.fileno()
+        view = memoryview(json.dumps(message).encode() + b"\n")
+        while view:
+            left = self._left()
+            if left <= 0 or not select.select([], [fd], [], left)[1]:
+                raise self._deadline_error()
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                continue
+            except BrokenPipeError:  # the server ended early: what it said is read by parse()
+                return
+
+    def ready(self, folder: str | os.PathLike[str]) -> None:
+        """``folder`` is laid out: the server lists it while the run prepares the rest."""
+        self._send({"list": [str(Path(folder).resolve())]})
+
+    def parse(self, jobs: Iterable[FolderJob]) -> list[FolderArtifacts]:
+        """Parse each job's folder (in this order: no file of a job runs before every file of the
+        jobs before it has ended), and give each its artifacts."""
+        jobs = list(jobs)
+        assert self.process is not None and self.process.stdin is not None
+        if self._left() <= 0:
             raise DagFolderError(
-                f"was not parsed within its deadline of {seconds:g} s (--parse-deadline)", str(root)
-            ) from None
-        if finished.returncode != 0:  # killed from inside, or failed: never a clean result
-            raise DagFolderError(f"could not be parsed: {_tail(errors_path, finished.returncode)}", str(root))
+                f"was not parsed within --parse-deadline ({self.seconds:g} s)", str(self.roots[0])
+            )
+        self._send(
+            {
+                "jobs": [
+                    {
+                        "folder": str(Path(job.folder).resolve()),
+                        "deployed_root": job.deployed_root.rstrip("/") if job.deployed_root else None,
+                        "paused": dict(job.paused or {}),
+                        "only": None if job.only is None else sorted(job.only),
+                    }
+                    for job in jobs
+                ]
+            }
+        )
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
         try:
-            data = read_bounded(answer_path, limits.answer_bytes, limit_name="the parse's answer")
+            code = self.process.wait(timeout=max(0.0, self._left()))
+        except subprocess.TimeoutExpired:
+            raise self._deadline_error() from None
+        root = str(self.roots[0])
+        if code != 0:  # killed from inside, or failed: never a clean result
+            raise DagFolderError(f"could not be parsed: {_tail(self.errors_path, code)}", root)
+        try:
+            data = read_bounded(
+                self.answer.name, self.limits.answer_bytes * len(jobs), limit_name="the parse's answer"
+            )
             result = json.loads(data)
         except (Unreadable, ValueError) as exc:
-            raise DagFolderError(f"could not be parsed: the parse server's answer {exc}", str(root)) from None
-    if not isinstance(result, dict):
-        raise DagFolderError("could not be parsed: the parse server's answer is not an object", str(root))
-    return result
+            raise DagFolderError(f"could not be parsed: the parse server's answer {exc}", root) from None
+        if not isinstance(result, dict):
+            raise DagFolderError("could not be parsed: the parse server's answer is not an object", root)
+        if "error" in result:
+            lines = str(result["error"]).strip().splitlines()
+            why = scrub(lines[-1]) if lines else "no error text"
+            raise DagFolderError(f"could not be parsed: {why}", root)
+        results = result.get("results")
+        if not isinstance(results, list) or len(results) != len(jobs):
+            raise DagFolderError("gave an answer that is not a parse (not one result a folder)", root)
+        return [self._artifacts(job, one) for job, one in zip(jobs, results, strict=True)]
+
+    def _artifacts(self, job: FolderJob, result: Any) -> FolderArtifacts:
+        from airflow_provider_coremodels.capture.crawl import reduce_import_error
+
+        try:
+            dags = result["dags"]
+            dags["dags"] = [_as_captured(entry) for entry in dags["dags"]]
+            dags["import_errors"] = [reduce_import_error(entry) for entry in dags["import_errors"]]
+            dags["lossiness"] = []
+            inferred, inference_records = attach(
+                result.get("inferred") or {}, result.get("inference"), self.connections
+            )
+            if inferred:
+                result["datasets"]["inferred"] = inferred
+            return FolderArtifacts(
+                dags=dags,
+                tasks=result["tasks"],
+                datasets=result["datasets"],
+                airflow_version=result["airflow_version"],
+                files=int(result["files"]),
+                listed=int(result.get("listed", result["files"])),
+                lines={
+                    str(k): v
+                    for k, v in result["lines"].items()
+                    if isinstance(v, int) and not isinstance(v, bool)
+                },
+                lossiness=(*_records(result, job.paused is not None), *inference_records),
+                timings=dict(result.get("timings") or {}),
+                isolation=self.isolation,
+                declared={
+                    str(k): v for k, v in (result.get("declared") or {}).items() if isinstance(v, dict)
+                },
+                error_lines={
+                    str(k): v
+                    for k, v in (result.get("error_lines") or {}).items()
+                    if isinstance(v, int) and not isinstance(v, bool)
+                },
+            )
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise DagFolderError(
+                f"gave an answer that is not a parse ({type(exc).__name__})", str(job.folder)
+            ) from None
+
+    def close(self) -> None:
+        """End the server if it still runs (a run that failed before asking it to parse), and
+        remove its scratch directory."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()  # the process this object started, by its own handle
+                self.process.wait()
+            if self.process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self.process.stdin.close()
+        if hasattr(self, "answer"):
+            self.answer.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _tail(errors_path: str, code: int) -> str:
@@ -365,6 +511,8 @@ def _records(result: Mapping[str, Any], baseline_paused: bool) -> list[Lossiness
             )
         )
     records.append(Lossiness("dags", NOT_IN_CODE))
+    from airflow_provider_coremodels.capture.crawl import unseen_deadlines
+
     if (unseen := unseen_deadlines(result.get("airflow_version"))) is not None:
         records.append(unseen)  # as a capture of a deployment of this line says
     for alias in result.get("aliases") or []:

@@ -1,14 +1,16 @@
 """The parse server: run as ``python .../capture/dag_folder_worker.py`` (a script, not ``-m``).
 
-Started by :func:`~airflow_provider_coremodels.capture.dag_folder.parse_dag_folder` in a fresh
-process with a cleaned environment; it reads one request (JSON) on stdin, imports Airflow once,
-lists the folder's DAG files as the dag-processor does, and forks one child per file (at most
-``workers`` at a time), each parsing its file with Airflow's ``DagBag`` under an address-space
-limit and writing its serialized DAGs (or its import error) to a file of its own. A child that
-hangs past the deadline is killed; one that exits or dies is an import error of its file. Then
-it maps everything to the REST shapes (tasks through the API's own ``TaskResponse``, assets
-through ``AssetModelOperation.collect``, the dependency graph through Airflow's own resolver)
-and writes the result, as JSON, to the path the request names.
+Started by :class:`~airflow_provider_coremodels.capture.dag_folder.ParseServer` in a fresh process
+with a cleaned environment; it reads the run's settings (a line of JSON) on stdin, imports Airflow
+once and warms up, lists the folders the run says are ready, then reads what to parse: one job per
+folder (a pull request's check gives two, the merge base's version and the work tree's, in one
+sandbox). It lists each folder's DAG files as the dag-processor does, and forks one child per file
+(at most ``workers`` at a time), each parsing its file with Airflow's ``DagBag`` under an
+address-space limit and sending its serialized DAGs (or its import error) on a pipe of its own;
+the jobs run one after the other. A child that hangs past the deadline is killed; one that exits
+or dies is an import error of its file. Then it maps each job to the REST shapes (tasks through the
+API's own ``TaskResponse``, assets through ``AssetModelOperation.collect``, the dependency graph
+through Airflow's own resolver) and writes the results, as JSON, to the descriptor the run names.
 
 It imports nothing of the package, so the DAG code it runs
 meets no state of the provider.
@@ -967,7 +969,6 @@ def _parse_all(files: list[str], request: dict[str, Any]) -> tuple[list[dict[str
     live: dict[int, _Worker] = {}
     sys.stdout.flush()
     sys.stderr.flush()
-    gc.collect()
     gc.freeze()  # the server's objects stay out of the children's collections: fewer pages copied
 
     def spawn(index: int) -> None:
@@ -1138,6 +1139,90 @@ def _list_files(folder: str, safe_mode: bool) -> list[str]:
     return sorted(list_py_file_paths(folder, safe_mode=safe_mode))
 
 
+class _Messages:
+    """The run's messages to the server: lines of JSON on stdin."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def _line(self) -> dict[str, Any] | None:
+        line, found, rest = self.buffer.partition(b"\n")
+        if not found:
+            return None
+        self.buffer = rest
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ValueError("a message to the parse server is not an object")
+        return message
+
+    def next(self) -> dict[str, Any] | None:
+        """The next message, waited for; None when the run closed its end first."""
+        while b"\n" not in self.buffer:
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        return self._line()
+
+    def waiting(self) -> list[dict[str, Any]]:
+        """The messages already sent, without waiting for more."""
+        while select.select([0], [], [], 0)[0]:
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                break
+            self.buffer += chunk
+        found = []
+        while (message := self._line()) is not None:
+            found.append(message)
+        return found
+
+
+def _list_in_child(listings: dict[str, _Listing], folders: Any, safe_mode: bool) -> None:
+    for folder in folders or ():
+        if folder not in listings:
+            listings[folder] = _Listing(str(folder), safe_mode)
+
+
+class _Listing:
+    """A folder's DAG files (``_list_files``) listed in a child forked for it, while the server goes
+    on. Listing reads the files (Airflow's safe-mode check) and runs none of them; a child that
+    fails leaves the listing to the server."""
+
+    def __init__(self, folder: str, safe_mode: bool) -> None:
+        self.folder, self.safe_mode = folder, safe_mode
+        readable, writable = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 0
+            try:
+                # ended with the server (at the run's deadline, say), sandboxed or not: a listing
+                # stuck in a catastrophic .airflowignore would otherwise spin on, orphaned
+                _die_with_parent()
+                os.close(readable)
+                view = memoryview(json.dumps(_list_files(folder, safe_mode)).encode())
+                while view:
+                    view = view[os.write(writable, view) :]
+            except BaseException:
+                code = 70
+            finally:
+                os._exit(code)
+        os.close(writable)
+        self.answer = readable
+
+    def files(self) -> list[str]:
+        chunks = []
+        while chunk := os.read(self.answer, 1 << 20):
+            chunks.append(chunk)
+        os.close(self.answer)
+        _, status = os.waitpid(self.pid, 0)
+        if status == 0:
+            with contextlib.suppress(ValueError):
+                listed = json.loads(b"".join(chunks))
+                if isinstance(listed, list) and all(isinstance(path, str) for path in listed):
+                    return listed
+        return _list_files(self.folder, self.safe_mode)
+
+
 class _Lazy:
     """A ``LazyDeserializedDAG`` whose timetable is decoded once: its property decodes it on every
     read, and ``AssetModelOperation.collect`` reads it four times per DAG."""
@@ -1301,54 +1386,93 @@ def _dependencies(dags: list[dict[str, Any]], assets: _Assets) -> dict[str, Any]
     }
 
 
-def _serve(request: dict[str, Any]) -> dict[str, Any]:
+def _serve(common: dict[str, Any], messages: _Messages) -> dict[str, Any]:
+    """Import Airflow and warm up, list the folders the run says are ready while it prepares the
+    rest, then parse each job's files (one job after the other: no file of a later job runs before
+    every file of an earlier one has ended) and map each job's outcomes."""
     begun = time.monotonic()
     import airflow
     from airflow.configuration import conf
 
-    folder = request["folder"]
-    if request.get("timeout") is None:
-        request["timeout"] = conf.getfloat("core", "dagbag_import_timeout")
-    request["safe_mode"] = conf.getboolean("core", "dag_discovery_safe_mode", fallback=True)
-    paused_at_creation = request.get("paused_at_creation")
-    if paused_at_creation is None:
-        paused_at_creation = conf.getboolean("core", "dags_are_paused_at_creation")
-    files = _list_files(folder, request["safe_mode"])
-    listed = len(files)
-    if request.get("only") is not None:  # a parse scoped to a change: these files alone
-        only = set(request["only"])
-        files = [path for path in files if os.path.relpath(path, folder) in only]
-    # Airflow's modules the files import, imported here once. The folder is never on this
-    # process's path (each child appends it, as Airflow does): nothing of it runs here.
-    _pre_import(files, int(request["max_file"]))
+    if common.get("timeout") is None:
+        common["timeout"] = conf.getfloat("core", "dagbag_import_timeout")
+    common["safe_mode"] = conf.getboolean("core", "dag_discovery_safe_mode", fallback=True)
+    if common.get("paused_at_creation") is None:
+        common["paused_at_creation"] = conf.getboolean("core", "dags_are_paused_at_creation")
     from airflow.api_fastapi.core_api.datamodels.dags import DAGResponse  # noqa: F401
     from airflow.api_fastapi.core_api.datamodels.tasks import TaskResponse  # noqa: F401
     from airflow.dag_processing.collection import AssetModelOperation  # noqa: F401
 
     _dag_bag_class()
     _cache_cron_locales()
-    if request.get("infer"):  # loaded once here, before the children fork, with its SQL parser
-        request["inference"] = _inference().available() or "on"
+    if common.get("infer"):  # loaded once here, before the children fork, with its SQL parser
+        common["inference"] = _inference().available() or "on"
         import jinja2.sandbox  # noqa: F401
 
-        if request["inference"] == "on":
+        if common["inference"] == "on":
             import openlineage_sql  # noqa: F401  # type: ignore[import-untyped,unused-ignore]
     else:  # not asked for: nothing to say of it
-        request["inference"] = None
+        common["inference"] = None
     started = time.time()
     timings = {"start": time.monotonic() - begun}
+    # the folders said ready are listed in children of their own, beside the warm-up and while the
+    # run prepares the rest (listing reads every file of a folder: a fifth of a second a 5,000)
+    listings: dict[str, _Listing] = {}
+    said: list[dict[str, Any]] = [common, *messages.waiting()]
+    for message in said:
+        _list_in_child(listings, message.get("list"), common["safe_mode"])
     with tempfile.TemporaryDirectory(prefix="coremodels-dag-folder-") as scratch:
-        _warm_up(scratch, request)
+        _warm_up(scratch, common)
     timings["warm_up"] = time.monotonic() - begun - sum(timings.values())
-    outcomes, refused = _parse_all(files, request)
-    timings["files"] = time.monotonic() - begun - sum(timings.values())
+    more_said = messages.waiting()
+    for message in more_said:
+        _list_in_child(listings, message.get("list"), common["safe_mode"])
+    said += more_said
+    if "jobs" not in said[-1]:
+        # the run still prepares what to parse: the garbage of the import and the warm-up is
+        # collected meanwhile (a tenth of a second), before the children are forked
+        gc.collect()
+    while "jobs" not in said[-1]:
+        more = messages.next()
+        if more is None:
+            raise RuntimeError("the run ended before it said what to parse")
+        said.append(more)
+        _list_in_child(listings, more.get("list"), common["safe_mode"])
+    message = said[-1]
+    os.close(0)  # nothing more is read; no child gets it
+    jobs = [{**common, **job} for job in message["jobs"]]
+    _list_in_child(listings, [job["folder"] for job in jobs], common["safe_mode"])
+    listed = {folder: listing.files() for folder, listing in listings.items()}
+    chosen: list[list[str]] = []
+    for job in jobs:
+        folder = job["folder"]
+        files = listed[folder]
+        if job.get("only") is not None:  # a parse scoped to a change: these files alone
+            only = set(job["only"])
+            files = [path for path in files if os.path.relpath(path, folder) in only]
+        chosen.append(files)
+    timings["listing"] = time.monotonic() - begun - sum(timings.values())
+    # Airflow's modules the files import, imported here once. No folder is ever on this
+    # process's path (each child appends its own, as Airflow does): nothing of one runs here.
+    _pre_import([path for files in chosen for path in files], int(common["max_file"]))
+    timings["pre_import"] = time.monotonic() - begun - sum(timings.values())
     created_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started))
-    result = _map(files, outcomes, request, bool(paused_at_creation), airflow.__version__, created_at)
-    result["listed"] = listed
-    result["refused_files"] = sorted(shown(os.path.relpath(path, folder)) for path in refused)
-    timings["map"] = time.monotonic() - begun - sum(timings.values())
-    result["timings"] = timings  # where the parse server's time went (the benchmark prints it)
-    return result
+    results = []
+    for job, files in zip(jobs, chosen, strict=True):
+        began = time.monotonic()
+        outcomes, refused = _parse_all(files, job)
+        parsed = time.monotonic()
+        folder = job["folder"]
+        result = _map(files, outcomes, job, bool(job["paused_at_creation"]), airflow.__version__, created_at)
+        result["listed"] = len(listed[folder])
+        result["refused_files"] = sorted(shown(os.path.relpath(path, folder)) for path in refused)
+        # where the parse server's time went (the benchmarks print it): shared, then this job's
+        result["timings"] = {**timings, "files": parsed - began, "map": time.monotonic() - parsed}
+        results.append(result)
+    used = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    for result in results:  # the server's CPU seconds, and its children's (what a sandbox hides)
+        result["timings"]["cpu"] = sum(u.ru_utime + u.ru_stime for u in used)
+    return {"results": results}
 
 
 def shown(name: str) -> str:
@@ -1494,15 +1618,19 @@ def main() -> int:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(pr_set_dumpable, 0, 0, 0, 0)
         libc.prctl(pr_set_child_subreaper, 1, 0, 0, 0)  # orphans come back here to be ended
-    request = json.loads(sys.stdin.read())
-    os.close(0)
+    # The run's settings come first; what to parse may follow later (the run starts this server
+    # before it has laid out every folder: Airflow's import overlaps that work).
+    messages = _Messages()
+    common = messages.next()
+    if common is None:
+        return 2
     # Whatever Airflow prints must not land in the result: stdout goes to stderr.
     os.dup2(2, 1)
     try:
-        result = _serve(request)
+        result = _serve(common, messages)
     except BaseException:
         result = {"error": traceback.format_exc(limit=-6)}
-    with os.fdopen(int(request["answer_fd"]), "w", encoding="utf-8") as handle:
+    with os.fdopen(int(common["answer_fd"]), "w", encoding="utf-8") as handle:
         json.dump(result, handle, default=str)
     return 0
 

@@ -256,14 +256,17 @@ def bwrap_command(
     *,
     python: str,
     worker: str,
-    folder: str,
+    folders: Sequence[str],
     hidden: Sequence[str] = (),
     tmp_bytes: int = TMP_BYTES,
 ) -> list[str]:
-    """The ``bwrap`` command that runs ``python worker`` over ``folder`` in the sandbox.
+    """The ``bwrap`` command that runs ``python worker`` over ``folders`` in the sandbox (a pull
+    request's check binds two: the merge base's version of the DAG folder and the work tree's).
 
     ``hidden``: what the audit reads or writes (and the working directory): never bound, and masked
-    where it lies inside ``folder`` or the Python environment, so it does not exist in there.
+    where it lies inside a folder or the Python environment, so it does not exist in there; what
+    lies inside the first folder is masked at the same place in the others (the merge base's copy
+    of a baseline kept in the DAG folder is the baseline too).
     """
     command = [bwrap, *_NAMESPACES, "--hostname", "coremodels-sandbox", "--proc", "/proc", "--dev", "/dev"]
     # first, so that what is bound below (a DAG folder under /tmp, say) lies over it
@@ -290,17 +293,26 @@ def bwrap_command(
         if os.path.exists(wanted):
             command += ["--ro-bind", wanted, wanted]
     protected = [os.path.realpath(p) for p in hidden if p]
-    binds = _environment_binds(python_paths(python), protected, folder)
+    if len(folders) > 1:  # the same place in every version of the folder
+        first = folders[0]
+        protected += [
+            os.path.join(other, os.path.relpath(path, first))
+            for path in protected
+            if _within(path, first) and path != first
+            for other in folders[1:]
+        ]
+    binds = _environment_binds(python_paths(python), protected, folders)
     for path in binds:
         command += ["--ro-bind", path, path]
-    command += ["--ro-bind", folder, folder]
+    for folder in folders:
+        command += ["--ro-bind", folder, folder]
     for path in protected:  # what the audit touches, where a bound tree would show it
-        inside = any(_within(path, root) for root in (folder, *binds))
+        inside = any(_within(path, root) for root in (*folders, *binds))
         if not inside or not os.path.lexists(path):
             continue
         if not os.path.isdir(path):
             command += ["--ro-bind", "/dev/null", path]
-        elif not _within(path, folder) and not _within(folder, path):
+        elif not any(_within(path, folder) or _within(folder, path) for folder in folders):
             # a directory inside the DAG folder is the folder's (a run from dags/sub must not hide
             # DAG files): only a file the run names there is masked
             command += ["--tmpfs", path, "--remount-ro", path]
@@ -332,13 +344,15 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _environment_binds(paths: Iterable[str], protected: Sequence[str], folder: str) -> list[str]:
+def _environment_binds(paths: Iterable[str], protected: Sequence[str], folders: Sequence[str]) -> list[str]:
     """The Python environment's directories to bind, outermost only. A directory that holds what
     the audit touches (an editable install's source checkout, which is the working directory) is
     left out; the package itself is among ``paths``, where the interpreter finds it."""
     chosen: list[str] = []
     for raw in sorted({os.path.realpath(p) for p in paths}, key=len):
-        if not os.path.isdir(raw) or raw == "/" or _within(raw, folder) or _within(folder, raw):
+        if not os.path.isdir(raw) or raw == "/":
+            continue
+        if any(_within(raw, folder) or _within(folder, raw) for folder in folders):
             continue
         if any(_within(p, raw) for p in protected):
             continue

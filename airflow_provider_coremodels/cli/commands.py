@@ -73,7 +73,7 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
     ``--baseline``; exit 1 also when ``--fail-on-new`` names a severity a finding it opens reaches,
     or with ``--fail-on-break`` when the change cuts a dependency of another DAG."""
     from airflow_provider_coremodels.core.comparing.change import DEFAULT_BUNDLE
-    from airflow_provider_coremodels.core.snapshots.document import load_document
+    from airflow_provider_coremodels.core.snapshots.document import StoredSnapshot, load_document
     from airflow_provider_coremodels.errors import SnapshotDocumentError
     from airflow_provider_coremodels.jobs.premerge import FolderCheck, check_folder, withheld_variables
 
@@ -88,18 +88,22 @@ def audit_dag_folder(args: argparse.Namespace) -> int:
         raise UsageError("audit --full goes with --base or --base-folder (without them every file is parsed)")
     waivers = read_waivers(args.waivers) if args.waivers else ()
     policy = read_rules(args.rules) if args.rules else None
-    stored = None
-    if args.baseline:
+
+    def load_baseline() -> StoredSnapshot | None:
+        if not args.baseline:
+            return None
         location, data = stored_bytes(args.baseline, args.sink_conn_id)
         try:
-            stored = load_document(data)
+            return load_document(data)
         except SnapshotDocumentError as exc:
             raise exc.with_source(location) from None
+
     result = check_folder(
         FolderCheck(
             folder=args.dag_folder,
             bundle=args.bundle or DEFAULT_BUNDLE,
-            baseline=stored,
+            # read once the parse server is started (a pull request's check), which it overlaps
+            load_baseline=load_baseline if args.baseline else None,
             baseline_source=args.baseline,
             deployment=args.deployment,
             waivers=waivers,

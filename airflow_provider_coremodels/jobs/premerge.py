@@ -14,8 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +53,9 @@ class FolderCheck:
     folder: str
     bundle: str = DEFAULT_BUNDLE
     baseline: StoredSnapshot | None = None
+    #: reads the baseline where ``baseline`` is not given: called once the parse server is started,
+    #: so that reading it overlaps Airflow's import there
+    load_baseline: Callable[[], StoredSnapshot | None] | None = None
     baseline_source: str | None = None
     deployment: str | None = None
     waivers: Sequence[Waiver] = ()
@@ -89,32 +91,15 @@ def check_folder(check: FolderCheck) -> FolderResult:
     if not folder.is_dir():
         problem = "is not a directory" if folder.exists() else "does not exist"
         raise UsageError(f"--dag-folder {check.folder}: {problem}")
-    stored = check.baseline
-    if stored is not None and stored.estate is None:
-        raise UsageError(
-            f"--baseline {check.baseline_source}: was stored without datasets and lineage (over the "
-            "snapshot cap), so the change cannot be placed in it"
-        )
-    if (check.base or check.base_folder) and stored is None:
-        raise UsageError(
-            "--base and --base-folder judge a change in the deployed estate: give --baseline too"
-        )
-    before = stored.estate if stored is not None else None
-    target = _target(before, check.bundle, check.deployment)
-    known = deployed(before, target) if before is not None else None
-    records: list[Lossiness] = []
-    if before is not None and known is not None and not known.known:
-        present = bundles_of(before, target.deployment)
-        records.append(
-            Lossiness(
-                "dags",
-                f"the baseline has no DAG of bundle {check.bundle} (its bundles: "
-                f"{', '.join(present) or 'none named'}): every DAG of the folder reads as added",
-            )
-        )
     if check.base or check.base_folder:
-        assert before is not None and stored is not None and known is not None
-        return _check_change(check, folder, stored, target, known, records)
+        if check.baseline is None and check.load_baseline is None:
+            raise UsageError(
+                "--base and --base-folder judge a change in the deployed estate: give --baseline too"
+            )
+        return _check_change(check, folder)
+    stored = _stored(check)
+    before = stored.estate if stored is not None else None
+    target, known, records = _landing(check, stored)
     artifacts, parsed = _parsed(check, folder, known, stored, records)
     if before is None:
         after = parsed
@@ -131,16 +116,49 @@ def check_folder(check: FolderCheck) -> FolderResult:
     return _result(check, artifacts, parsed, before_estate, after, then, now, stored, target, {})
 
 
+def _stored(check: FolderCheck) -> StoredSnapshot | None:
+    """The baseline, read now where it was not given; one that cannot hold the change is one line."""
+    stored = check.baseline
+    if stored is None and check.load_baseline is not None:
+        stored = check.load_baseline()
+    if stored is not None and stored.estate is None:
+        raise UsageError(
+            f"--baseline {check.baseline_source}: was stored without datasets and lineage (over the "
+            "snapshot cap), so the change cannot be placed in it"
+        )
+    return stored
+
+
+def _landing(
+    check: FolderCheck, stored: StoredSnapshot | None
+) -> tuple[Target, Deployed | None, list[Lossiness]]:
+    """Which of the baseline's DAGs the folder replaces, what the baseline knows of them, and the
+    record of a bundle the baseline does not have."""
+    before = stored.estate if stored is not None else None
+    target = _target(before, check.bundle, check.deployment)
+    known = deployed(before, target) if before is not None else None
+    records: list[Lossiness] = []
+    if before is not None and known is not None and not known.known:
+        present = bundles_of(before, target.deployment)
+        records.append(
+            Lossiness(
+                "dags",
+                f"the baseline has no DAG of bundle {check.bundle} (its bundles: "
+                f"{', '.join(present) or 'none named'}): every DAG of the folder reads as added",
+            )
+        )
+    return target, known, records
+
+
 def _parsed(
     check: FolderCheck,
     folder: Path,
     known: Deployed | None,
     stored: StoredSnapshot | None,
     records: Sequence[Lossiness],
-    only: Iterable[str] | None = None,
 ) -> tuple[FolderArtifacts, Estate]:
-    """One folder parsed (``only`` those files, where given) into the bundle's estate."""
-    from airflow_provider_coremodels.capture.dag_folder import NOT_IN_CODE, parse_dag_folder
+    """The whole folder parsed into the bundle's estate."""
+    from airflow_provider_coremodels.capture.dag_folder import parse_dag_folder
 
     artifacts = parse_dag_folder(
         folder,
@@ -154,8 +172,16 @@ def _parsed(
         deadline=check.deadline,
         passed_env=tuple(check.passed_env),
         hidden=tuple(check.hidden),
-        only=only,
     )
+    return artifacts, _estate(artifacts, stored, records)
+
+
+def _estate(
+    artifacts: FolderArtifacts, stored: StoredSnapshot | None, records: Sequence[Lossiness]
+) -> Estate:
+    """A parse's artifacts as the bundle's estate, with what no parse knows said."""
+    from airflow_provider_coremodels.capture.dag_folder import NOT_IN_CODE
+
     runtime = list(artifacts.lossiness)
     if stored is not None:  # what no parse knows, the baseline gives
         runtime = [r for r in runtime if r.message != NOT_IN_CODE]
@@ -173,40 +199,83 @@ def _parsed(
         captured_at=None,
         deployment=stored.estate.state.deployment if stored is not None and stored.estate else None,
     )
-    parsed = parsed_bundle(
+    return parsed_bundle(
         artifacts.dags, artifacts.tasks, artifacts.datasets, state=state, lossiness=[*records, *runtime]
     )
-    return artifacts, parsed
 
 
-def _check_change(
-    check: FolderCheck,
-    folder: Path,
-    stored: StoredSnapshot,
-    target: Target,
-    known: Deployed,
-    records: Sequence[Lossiness],
-) -> FolderResult:
+def _check_change(check: FolderCheck, folder: Path) -> FolderResult:
     """The change of ``--base``/``--base-folder``: both versions of what it can alter, each put in
-    the deployed estate, audited alike; the drift judged against the merge base's version."""
-    from airflow_provider_coremodels.capture.diff import from_folder, from_git, to_parse
+    the deployed estate, audited alike; the drift judged against the merge base's version.
 
-    deployed_estate = stored.estate
-    assert deployed_estate is not None
-    with tempfile.TemporaryDirectory(prefix="coremodels-base-") as scratch:
+    One parse server parses both versions, in one sandbox, and is started first: Airflow's import
+    there overlaps laying out the merge base, reading the baseline and finding what the change can
+    alter here. The merge base's files are parsed first, and the work tree's only once every one
+    of them has ended, so the pull request's code cannot reach the parse it is judged against."""
+    from airflow_provider_coremodels.capture.dag_folder import FolderJob, ParseServer
+    from airflow_provider_coremodels.capture.diff import (
+        from_folder,
+        from_git,
+        git_place,
+        quick_scratch,
+        scan,
+        to_parse,
+    )
+
+    folder = folder.resolve()
+    with tempfile.TemporaryDirectory(prefix="coremodels-base-", dir=quick_scratch()) as scratch:
         if check.base:
-            view = from_git(folder, check.base, Path(scratch))
+            place = git_place(folder)
+            base_folder = place.base_folder(Path(scratch))
         else:
             assert check.base_folder is not None
-            view = from_folder(folder.resolve(), Path(check.base_folder).expanduser())
-        touched = view.touched
-        head_only = None if check.full else to_parse(folder, touched)
-        base_only = None if check.full else to_parse(view.folder, touched)
-        with ThreadPoolExecutor(max_workers=2) as pool:  # two parse servers, one a core each
-            head_job = pool.submit(_parsed, check, folder, known, stored, records, head_only)
-            base_job = pool.submit(_parsed, check, view.folder, known, stored, (), base_only)
-            head, head_estate = head_job.result()
-            base, base_estate = base_job.result()
+            base_folder = Path(check.base_folder).expanduser()
+            if not base_folder.is_dir():
+                raise UsageError(f"--base-folder {base_folder}: is not a directory")
+            base_folder = base_folder.resolve()
+        with ParseServer(
+            [folder, base_folder],
+            ready=[folder] if check.base else [folder, base_folder],
+            bundle=check.bundle,
+            timeout=check.timeout,
+            workers=check.workers,
+            withheld_env=tuple(check.withheld_env),
+            sandbox=check.sandbox,
+            deadline=check.deadline,
+            passed_env=tuple(check.passed_env),
+            hidden=tuple(check.hidden),
+        ) as server:
+            head_tree = scan(folder)  # read once: what the change can alter, and the base's copies
+            if check.base:
+                view = from_git(folder, check.base, Path(scratch), place, head_tree)
+                server.ready(view.folder)
+            else:
+                view = from_folder(folder, base_folder)
+            stored = _stored(check)
+            if stored is None or stored.estate is None:
+                raise UsageError(
+                    "--base and --base-folder judge a change in the deployed estate: give --baseline too"
+                )
+            deployed_estate = stored.estate
+            target, known, records = _landing(check, stored)
+            assert known is not None
+            touched = view.touched
+            head_only = None if check.full else to_parse(head_tree, touched)
+            base_only = None if check.full else to_parse(view.tree or view.folder, touched)
+            root, paused = known.root, known.paused
+            # what judging the parse needs, imported while the server still imports Airflow rather
+            # than after it answers: the import errors' reduction (and requests), the declarations
+            import airflow_provider_coremodels.capture.crawl
+            import airflow_provider_coremodels.capture.dag_folder_worker  # noqa: F401
+
+            base, head = server.parse(
+                [
+                    FolderJob(view.folder, only=base_only, deployed_root=root, paused=paused),
+                    FolderJob(folder, only=head_only, deployed_root=root, paused=paused),
+                ]
+            )
+    head_estate = _estate(head, stored, records)
+    base_estate = _estate(base, stored, ())
     files = set(touched) | (set(head_only or ()) | set(base_only or ()))
     if check.full:  # what the scoped parse would read: every file whose parse differs
         files |= _differing(head, base)

@@ -470,16 +470,43 @@ def test_a_fork_bomb_is_bounded_and_ends_with_its_parse(tmp_path) -> None:
 
 @pytest.mark.parametrize("sandbox", ["require", "off"])
 def test_a_catastrophic_airflowignore_ends_at_the_parse_deadline(tmp_path, monkeypatch, sandbox) -> None:
-    """The listing runs under the whole parse's deadline, whatever the files a pull request adds."""
+    """The listing runs under the whole parse's deadline, whatever the files a pull request adds,
+    and nothing of it outlives the run: the child listing the folder ends with the server, sandbox
+    or not (it once spun on, orphaned, for an hour)."""
     if sandbox == "require":
         _sandbox_or_skip()
     monkeypatch.setenv("AIRFLOW__CORE__DAG_IGNORE_FILE_SYNTAX", "regexp")
+    mark = f"run-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv("COREMODELS_LISTING_MARK", mark)
     (tmp_path / ".airflowignore").write_text("^(a+)+$\n")
     (tmp_path / ("a" * 40 + "!.py")).write_text(dag("slow_listing", ""))
     started = time.monotonic()
     with pytest.raises(DagFolderError, match=r"within its deadline of [\d.]+ s \(--parse-deadline\)"):
-        parse_dag_folder(tmp_path, sandbox=sandbox, timeout=20, deadline=8)
+        parse_dag_folder(
+            tmp_path, sandbox=sandbox, timeout=20, deadline=8, passed_env=["COREMODELS_LISTING_MARK"]
+        )
     assert time.monotonic() - started < 30  # a bound, not a timing: the regex alone takes hours
+    left = _processes_with(f"COREMODELS_LISTING_MARK={mark}".encode())
+    for _ in range(50):  # a killed process is gone within moments
+        if not left:
+            break
+        time.sleep(0.1)
+        left = _processes_with(f"COREMODELS_LISTING_MARK={mark}".encode())
+    assert left == []
+
+
+def _processes_with(variable: bytes) -> list[int]:
+    """The processes whose environment holds ``variable`` (NAME=value), this machine's whole."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/environ", "rb") as handle:
+                    if variable in handle.read().split(b"\0"):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
 
 
 def test_where_namespaces_are_refused_auto_says_so_and_require_exits_2(tmp_path, monkeypatch) -> None:
