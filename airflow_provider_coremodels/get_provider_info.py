@@ -18,6 +18,7 @@ def get_provider_info() -> dict[str, Any]:
         AIRFLOW_API_MWAA,
         COREMODELS,
         FORMS,
+        HOOK_CLASSES,
     )
 
     return {
@@ -39,22 +40,22 @@ def get_provider_info() -> dict[str, Any]:
         # 3.0 and 3.1 ignore the extra keys and ask the hooks (get_ui_field_behaviour).
         "connection-types": [
             {
-                "hook-class-name": "airflow_provider_coremodels.hooks.airflow_api.AirflowApiHook",
+                "hook-class-name": HOOK_CLASSES[AIRFLOW_API],
                 "connection-type": AIRFLOW_API,
                 **FORMS[AIRFLOW_API],
             },
             {
-                "hook-class-name": "airflow_provider_coremodels.hooks.mwaa.MwaaApiHook",
+                "hook-class-name": HOOK_CLASSES[AIRFLOW_API_MWAA],
                 "connection-type": AIRFLOW_API_MWAA,
                 **FORMS[AIRFLOW_API_MWAA],
             },
             {
-                "hook-class-name": "airflow_provider_coremodels.hooks.composer.ComposerApiHook",
+                "hook-class-name": HOOK_CLASSES[AIRFLOW_API_COMPOSER],
                 "connection-type": AIRFLOW_API_COMPOSER,
                 **FORMS[AIRFLOW_API_COMPOSER],
             },
             {
-                "hook-class-name": "airflow_provider_coremodels.hooks.coremodels.CoreModelsHook",
+                "hook-class-name": HOOK_CLASSES[COREMODELS],
                 "connection-type": COREMODELS,
                 **FORMS[COREMODELS],
             },

@@ -116,14 +116,13 @@ AirflowApiHook.by_conn_type[AIRFLOW_API] = AirflowApiHook
 
 
 def _import_registered_hook(conn_type: str) -> None:
-    """Import the hook class provider info names for ``conn_type`` (its module joins it to
-    ``by_conn_type`` if it is a capture hook); nothing for a type provider info does not list."""
-    from airflow_provider_coremodels.get_provider_info import get_provider_info
+    """Import the hook class provider info names for ``conn_type`` (``forms.HOOK_CLASSES``; its
+    module joins it to ``by_conn_type`` if it is a capture hook); nothing for a type not listed."""
+    from airflow_provider_coremodels.hooks.forms import HOOK_CLASSES
 
-    for entry in get_provider_info()["connection-types"]:
-        if entry["connection-type"] == conn_type:
-            module, _, _ = entry["hook-class-name"].rpartition(".")
-            importlib.import_module(module)
+    if conn_type in HOOK_CLASSES:
+        module, _, _ = HOOK_CLASSES[conn_type].rpartition(".")
+        importlib.import_module(module)
 
 
 def capture_settings(extra: dict[str, Any], conn_id: str) -> dict[str, Any]:

@@ -18,6 +18,15 @@ AIRFLOW_API_MWAA = "airflow_api_mwaa"
 AIRFLOW_API_COMPOSER = "airflow_api_composer"
 COREMODELS = "coremodels"
 
+#: The hook class of each connection type, by name (nothing imported): provider info lists them,
+#: and a capture hook asked for a type whose class is not yet imported imports it from here.
+HOOK_CLASSES = {
+    AIRFLOW_API: "airflow_provider_coremodels.hooks.airflow_api.AirflowApiHook",
+    AIRFLOW_API_MWAA: "airflow_provider_coremodels.hooks.mwaa.MwaaApiHook",
+    AIRFLOW_API_COMPOSER: "airflow_provider_coremodels.hooks.composer.ComposerApiHook",
+    COREMODELS: "airflow_provider_coremodels.hooks.coremodels.CoreModelsHook",
+}
+
 
 def _field(label: str, kind: str, description: str, default: Any = None, **schema: Any) -> dict[str, Any]:
     """One extra field of a form, as provider info's ``conn-fields`` declares it."""
