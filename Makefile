@@ -109,8 +109,9 @@ dist: install
 # The wheel of `make dist`, not the checkout, installed into a fresh virtualenv per Airflow line CI
 # claims (the newest 3.3.x and the oldest, 3.0, each under its constraints) and run from an empty
 # directory: the provider registers, and the example audit runs from the installed package.
-# WHEEL_PIP_CACHE keeps the downloads between runs (CI caches it).
-WHEEL_PIP_CACHE ?= $(HOME)/.cache/coremodels-test-wheel
+# WHEEL_PIP_CACHE: pip's own cache by default, where `make install` and `make test-oldest` left the
+# same pinned packages, so a fresh machine downloads nothing twice.
+WHEEL_PIP_CACHE ?= $(or $(PIP_CACHE_DIR),$(HOME)/.cache/pip)
 test-wheel: dist
 	dev/test_wheel.sh dist/*.whl 3.3.2 constraints.txt $(WHEEL_PIP_CACHE)
 	dev/test_wheel.sh dist/*.whl 3.0.6 constraints-oldest.txt $(WHEEL_PIP_CACHE)
