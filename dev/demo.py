@@ -60,6 +60,22 @@ QUIET_DAGS_TEST = {
 }
 
 
+def export_env(server: AirflowApiServer, sink: Path) -> dict[str, str]:
+    """The server's environment with the export's connection to it and its sink: what the demo's
+    ``airflow coremodels export`` and ``airflow dags test coremodels_export`` run with."""
+    connection = {
+        "conn_type": "airflow_api",
+        "host": server.base_url,
+        "login": server.username,
+        "password": server.password,
+    }
+    return {
+        **server.env,
+        "AIRFLOW_CONN_AIRFLOW_API_DEFAULT": json.dumps(connection),
+        "AIRFLOW_VAR_COREMODELS_SINKS": str(sink),
+    }
+
+
 def airflow(*args: str, env: dict[str, str]) -> None:
     print("\n$ airflow " + " ".join(args), flush=True)
     subprocess.run([str(Path(sys.executable).with_name("airflow")), *args], env=env, check=True)
@@ -85,17 +101,7 @@ def main() -> int:
         scheduler_pass=True,
     ) as server:
         print(f"  up at {server.base_url}", flush=True)
-        connection = {
-            "conn_type": "airflow_api",
-            "host": server.base_url,
-            "login": server.username,
-            "password": server.password,
-        }
-        env = {
-            **server.env,
-            "AIRFLOW_CONN_AIRFLOW_API_DEFAULT": json.dumps(connection),
-            "AIRFLOW_VAR_COREMODELS_SINKS": str(OUT),
-        }
+        env = export_env(server, OUT)
         airflow("coremodels", "export", "--sink", str(OUT), env=env)
         airflow("dags", "test", "coremodels_export", env={**env, **QUIET_DAGS_TEST})
 

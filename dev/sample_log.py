@@ -20,7 +20,6 @@ which names the checkout's path through each DAG's file) are compared by their s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -31,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the harness: tests/support/
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # demo.py beside this file
 
-from demo import QUIET_DAGS_TEST
+from demo import QUIET_DAGS_TEST, export_env
 from support.airflow_server import AirflowApiServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,17 +67,7 @@ def task_log(sink: Path) -> list[str]:
         failing_dags=("broken_feed",),
         scheduler_pass=True,
     ) as server:
-        connection = {
-            "conn_type": "airflow_api",
-            "host": server.base_url,
-            "login": server.username,
-            "password": server.password,
-        }
-        env = {
-            **server.env,
-            "AIRFLOW_CONN_AIRFLOW_API_DEFAULT": json.dumps(connection),
-            "AIRFLOW_VAR_COREMODELS_SINKS": str(sink),
-        }
+        env = export_env(server, sink)
         airflow = str(Path(sys.executable).with_name("airflow"))
         subprocess.run(
             [airflow, "coremodels", "export", "--sink", str(sink)],

@@ -998,7 +998,10 @@ def scrubbed_warning(raw: Any) -> Any:
     scrubbed of the secrets this run knows and of credential shapes. A runtime-varying-value
     warning quotes lines of the DAG file, which may hold anything; the parse bounds what a finding
     shows of it. An asset conflict's message names assets by URI, which the parse matches against
-    the assets: only the run's own secrets are taken out of it."""
+    the assets: only the run's own secrets are taken out of it here. (A captured answer reaches
+    this already through the client's ``scrub_answer``, which takes credential shapes out of every
+    message, a conflict's too: Airflow keeps no password in an asset's URI, so none is matched
+    less. The scrub here serves an item handed in any other way.)"""
     kept = reduce_warning(raw)
     if isinstance(kept, dict) and isinstance(kept.get("message"), str):
         message = SECRETS.scrub(kept["message"])
