@@ -36,6 +36,8 @@ from typing import Any
 
 import requests
 
+from support.airflow_forks import AirflowForks
+
 DEFAULT_PASSWORD = "coremodels-test-password"
 #: A second user with the simple auth manager's least role (read-only): what the docs tell
 #: people the capture needs, and the tests capture with.
@@ -229,6 +231,7 @@ class AirflowApiServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: Any = None
         self._token: str | None = None
+        self._forks: AirflowForks | None = None
         self._last_reparse = time.monotonic()  # start-up parsed the DAG folder
 
     # ------------------------------------------------------------------ lifecycle
@@ -245,6 +248,10 @@ class AirflowApiServer:
         started = time.monotonic()
         try:
             self._prepare_home()
+            # Airflow's commands below are forked from one process that imports Airflow while the
+            # database is migrated (support.airflow_forks): each is then its work, not an import.
+            warm = ("cli", "dag_test") if self.run_dags or self.failing_dags else ("cli",)
+            self._forks = AirflowForks(self.env, warm=warm, cwd=str(self.home))
             migrating = time.monotonic()
             assert self.home is not None
             _migrate(self.env, self.home, timeout=self.command_timeout)
@@ -269,6 +276,9 @@ class AirflowApiServer:
         self.timings["total"] = time.monotonic() - started
 
     def stop(self) -> None:
+        forks, self._forks = self._forks, None
+        if forks is not None:
+            forks.stop()
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             self._signal_group(process, signal.SIGTERM)
@@ -359,25 +369,25 @@ class AirflowApiServer:
         self._run(["-m", "airflow", *args], timing=timing, what=f"`airflow {' '.join(args)}`")
 
     def _run(self, args: list[str], *, timing: str, what: str, check: bool = True) -> None:
-        assert self.home is not None
+        """``python ARGS`` (``-m airflow ...`` or ``-c CODE``) with the server's environment, forked
+        from the home's fork server; its output is the step's log."""
+        assert self.home is not None and self._forks is not None
         log_path = self.home / f"{timing}.log"
         started = time.monotonic()
-        with open(log_path, "wb") as log:
-            try:
-                result = subprocess.run(
-                    [sys.executable, *args],
-                    env=self.env,
-                    cwd=self.home,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    timeout=self.command_timeout,
-                    start_new_session=True,
-                )
-            except subprocess.TimeoutExpired as err:
-                raise AirflowServerError(
-                    f"{what} timed out after {self.command_timeout} s:\n{_tail(log_path)}"
-                ) from err
+        request = {"airflow": args[2:]} if args[:2] == ["-m", "airflow"] else {"python": args[1]}
+        try:
+            result = self._forks.run(
+                request,
+                env=self.env,
+                timeout=self.command_timeout,
+                args=[sys.executable, *args],
+                stdout=log_path,
+                cwd=self.home,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise AirflowServerError(
+                f"{what} timed out after {self.command_timeout} s:\n{_tail(log_path)}"
+            ) from err
         self.timings[timing] = time.monotonic() - started
         if check and result.returncode != 0:
             raise AirflowServerError(f"{what} failed with exit code {result.returncode}:\n{_tail(log_path)}")

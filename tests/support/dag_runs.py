@@ -1,24 +1,37 @@
 """Running an example DAG with ``dag.test()`` in an Airflow home of its own, against real servers.
 
 ``dag_home`` makes the home (a migrated SQLite database) whose DAG folder holds one example DAG
-file; ``run_dag`` runs it in a subprocess through ``dag_test_runner.py`` and returns what that
-printed; ``api_connection`` is an ``airflow_api`` connection to a test server, in the form of an
-``AIRFLOW_CONN_*`` variable.
+file; ``run_dag`` runs it in a process of its own through ``dag_test_runner.py`` and returns what
+that printed; ``api_connection`` is an ``airflow_api`` connection to a test server, in the form of
+an ``AIRFLOW_CONN_*`` variable.
+
+The runs of one home are forked from one ``airflow_forks`` server, which imported Airflow and built
+``dag.test()``'s in-process execution API once (about 9 of a run's 13 s), started with everything of
+the environment but what may differ from run to run (``airflow_forks.PER_RUN``); a run whose other
+settings differ gets a server of its own. Each run is still a process of its own, with its own
+output, exit code and environment.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import shutil
 import subprocess
 import sys
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
 
 from support import dag_test_runner
+from support.airflow_forks import PER_RUN, AirflowForks
 from support.airflow_server import AirflowApiServer, migrated_home
 from support.helpers import REPO
+
+#: Fork servers kept at once (a module's home, and a variant of it a test makes).
+KEPT = 3
 
 
 def api_connection(server: AirflowApiServer, password: str | None = None) -> str:
@@ -41,13 +54,31 @@ def dag_home(factory: pytest.TempPathFactory, dag_file: str) -> dict[str, str]:
     return migrated_home(home, dags)
 
 
+_servers: OrderedDict[tuple[tuple[str, str], ...], AirflowForks] = OrderedDict()
+_servers_lock = threading.Lock()
+
+
+def _server(env: dict[str, str]) -> AirflowForks:
+    """The fork server of ``env``'s home and settings, started on its first run."""
+    key = tuple(sorted((k, v) for k, v in env.items() if not k.startswith(PER_RUN)))
+    with _servers_lock:
+        server = _servers.pop(key, None)
+        if server is None or server.process.poll() is not None:
+            server = AirflowForks(env, warm=("dag_test",))
+        _servers[key] = server
+        while len(_servers) > KEPT:
+            _servers.popitem(last=False)[1].stop()
+        return server
+
+
+@atexit.register
+def _stop_all() -> None:
+    while _servers:
+        _servers.popitem()[1].stop()
+
+
 def run_dag(env: dict[str, str], dag_file: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``dag.test()`` of the home's ``dag_file``: its output carries the runner's marker lines."""
     path = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / dag_file
-    return subprocess.run(
-        [sys.executable, str(Path(dag_test_runner.__file__)), str(path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    args = [sys.executable, str(Path(dag_test_runner.__file__)), str(path)]
+    return _server(env).run({"dag_file": str(path)}, env=env, timeout=timeout, args=args)

@@ -1,14 +1,17 @@
 """Run one DAG file's DAG with ``dag.test()`` and print its run state and the task's XCom.
 
-Run by ``tests/operators/test_export_operator.py`` in a subprocess, so the run gets its own
-Airflow home and database (the process that runs a DAG is not the deployment it exports).
-Prints two marker lines: ``STATE <dag run state> <task state>`` and ``XCOM <json>`` for the
-DAG's last task (the export, or a federation's merge), ``LINKS <json>`` (that task's extra links,
-as Airflow stored them when the task finished), and a ``TASK <task_id> <map index> <state>``
-line for every task instance.
+Run by ``support.dag_runs.run_dag`` in a process of its own, so the run gets its own Airflow home
+and database (the process that runs a DAG is not the deployment it exports). Prints the marker
+lines ``STATE <dag run state> <task state>`` and ``XCOM <json>`` for the DAG's last task (the
+export, or a federation's merge), ``LINKS <json>`` (that task's extra links, as Airflow stored
+them when the task finished), and a ``TASK <task_id> <map index> <state>`` line for every task
+instance.
 
 A task's retries still happen, at once: the wait between them (30 s in the example DAGs) is set
 to none, so that a test of a failing task does not sleep through it.
+
+``python dag_test_runner.py DAG_FILE`` runs it once; ``airflow_forks`` forks ``run_one`` from a
+process that imported Airflow already.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ import runpy
 import sys
 from datetime import timedelta
 
-import structlog
 
-if __name__ == "__main__":
-    namespace = runpy.run_path(sys.argv[1])
+def run_one(dag_file: str) -> None:
+    import structlog
+
+    namespace = runpy.run_path(dag_file)
     if not structlog.is_configured():
         # Airflow 3.0 leaves structlog to its defaults here: its dag.test() would print the
         # in-process supervisor's debug trace (each message it relays, secrets to mask included)
@@ -46,3 +50,7 @@ if __name__ == "__main__":
     task = namespace["dag"].get_task(last)
     links = {link.name: ti.xcom_pull(task_ids=last, key=link.xcom_key) for link in task.operator_extra_links}
     print("LINKS", json.dumps(links), flush=True)
+
+
+if __name__ == "__main__":
+    run_one(sys.argv[1])

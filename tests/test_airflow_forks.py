@@ -1,0 +1,115 @@
+"""The fork server the Airflow tests run their commands through (``tests/support/airflow_forks.py``).
+
+Each run must be what a fresh process would be: the request's environment and nothing of the
+run before, its own output and exit code, the server's settings refused where they differ, and a
+run that overstays its timeout ended with everything it started. A real server (Airflow imported,
+the CLI's parser built), in an Airflow home with a migrated database.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.airflow_forks import AirflowForks
+from support.airflow_server import migrated_home
+
+pytestmark = pytest.mark.slow
+
+ARGS = [sys.executable, "-c", "..."]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("forks")
+    (root / "dags").mkdir()
+    return migrated_home(root / "home", root / "dags")
+
+
+@pytest.fixture(scope="module")
+def forks(home: dict[str, str]) -> Iterator[AirflowForks]:
+    server = AirflowForks(home, warm=("cli",))
+    yield server
+    server.stop()
+
+
+def python(forks: AirflowForks, env: dict[str, str], code: str, timeout: float = 120):
+    return forks.run({"python": code}, env=env, timeout=timeout, args=ARGS)
+
+
+def test_each_run_has_the_request_s_environment_and_nothing_of_the_run_before(forks, home) -> None:
+    code = (
+        "import os\n"
+        "from airflow.models import Variable\n"
+        "print(Variable.get('colour', default_var='none'), os.environ.get('AIRFLOW_CONN_X', 'no conn'))\n"
+        "os.environ['AIRFLOW_VAR_COLOUR'] = 'left behind'\n"
+    )
+    first = python(forks, {**home, "AIRFLOW_VAR_COLOUR": "red", "AIRFLOW_CONN_X": "http://h"}, code)
+    second = python(forks, home, code)
+    # the last line: Airflow may log before it (a secret too short to mask, say)
+    assert (first.returncode, first.stdout.splitlines()[-1]) == (0, "red http://h"), first.stderr
+    assert (second.returncode, second.stdout.splitlines()[-1]) == (0, "none no conn"), second.stderr
+
+
+def test_a_run_s_output_and_exit_code_are_its_own(forks, home) -> None:
+    failed = python(forks, home, "import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)")
+    raised = python(forks, home, "raise RuntimeError('boom')")
+    assert (failed.returncode, failed.stdout, failed.stderr) == (3, "out\n", "err\n")
+    assert raised.returncode == 1
+    assert "RuntimeError: boom" in raised.stderr and raised.stdout == ""
+
+
+def test_an_airflow_command_runs_as_the_cli_runs_it(forks, home, tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    done = forks.run({"airflow": ["variables", "list"]}, env=home, timeout=120, args=ARGS, stdout=log)
+    assert done.returncode == 0, log.read_text()
+    bad = forks.run({"airflow": ["no-such-command"]}, env=home, timeout=120, args=ARGS, stdout=log)
+    assert bad.returncode == 2  # argparse's usage error, as `airflow no-such-command` exits
+    assert "invalid choice" in log.read_text()
+
+
+def test_settings_beyond_connections_and_variables_are_refused(forks, home) -> None:
+    with pytest.raises(ValueError, match="differs from the server's"):
+        python(forks, {**home, "AIRFLOW__CORE__PARALLELISM": "3"}, "pass")
+
+
+def test_a_run_past_its_timeout_is_ended_with_what_it_started(home, tmp_path: Path) -> None:
+    """The run and its own child are killed, the server stopped, and the timeout raised."""
+    server = AirflowForks(home)
+    marker = tmp_path / "pid"
+    code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(600)\n"
+    )
+    try:
+        python(server, home, "pass")  # the server is up: the timeout below is the run's alone
+        started = time.monotonic()
+        with pytest.raises(subprocess.TimeoutExpired):
+            python(server, home, code, timeout=3)
+        assert time.monotonic() - started < 10
+        assert server.process.poll() is not None
+        child = int(marker.read_text())
+        for _ in range(50):
+            if not _alive(child):
+                break
+            time.sleep(0.1)
+        assert not _alive(child)
+    finally:
+        server.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return os.path.exists(f"/proc/{pid}")
