@@ -944,9 +944,9 @@ def _sweep(keep: set[int]) -> None:
         for pid in stray:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # an orphan the server adopted (subreaper)
-                pass
+        for pid in stray:  # an orphan the server adopted (subreaper) is reaped; only what it ended:
+            with contextlib.suppress(OSError):  # a parse child that exited is its own end's to reap
+                os.waitpid(pid, os.WNOHANG)
 
 
 def _parse_all(files: list[str], request: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -981,6 +981,8 @@ def _parse_all(files: list[str], request: dict[str, Any]) -> tuple[list[dict[str
         live[answer_r] = _Worker(pid, answer_r, index, time.monotonic() + deadline_after)
 
     def end(worker: _Worker, outcome: dict[str, Any]) -> None:
+        del live[worker.answer]  # first: a worker is ended once, whatever fails below
+        outcomes[worker.index] = outcome
         with contextlib.suppress(OSError):  # the child, and what the DAG code left in its session
             os.killpg(worker.pid, signal.SIGKILL)
         with contextlib.suppress(OSError):
@@ -988,8 +990,6 @@ def _parse_all(files: list[str], request: dict[str, Any]) -> tuple[list[dict[str
         os.close(worker.answer)
         if not worker.reaped:
             os.waitpid(worker.pid, 0)
-        del live[worker.answer]
-        outcomes[worker.index] = outcome
         if sandboxed:
             _sweep({os.getsid(0), *(w.pid for w in live.values())})
 

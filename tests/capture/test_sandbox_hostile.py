@@ -547,3 +547,23 @@ def test_a_run_from_inside_the_dag_folder_still_parses_all_of_it(tmp_path) -> No
         cwd=tmp_path / "dags" / "sub", capture_output=True, timeout=240,
     )  # fmt: skip
     assert sorted(json.loads(done.stdout)["change"]["dagsAdded"]) == ["below", "top"], done.stderr
+
+
+def test_children_that_finish_together_are_each_reaped_once(tmp_path) -> None:
+    """Files that each leave a process behind and whose parses end at the same instant: one child's
+    end sweeps away what its code left while other children have exited with their answers unread.
+    The sweep reaps only the processes it ended, and every file gets its own outcome. It reaped any
+    exited child, and the whole run failed ("Bad file descriptor") on loaded machines."""
+    _sandbox_or_skip()
+    at = time.time() + 12  # after the server's start, in every file: they wake together
+    for index in range(12):
+        attack = (
+            "import subprocess, sys, time\n"
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+            "                 start_new_session=True)\n"
+            f"time.sleep(max(0.0, {at!r} - time.time()))\n"
+        )
+        (tmp_path / f"together_{index:02d}.py").write_text(dag(f"together_{index:02d}", attack))
+    parsed = parse_dag_folder(tmp_path, sandbox="require", timeout=60, workers=12)
+    assert sorted(d["dag_id"] for d in parsed.dags["dags"]) == [f"together_{i:02d}" for i in range(12)]
+    assert parsed.dags["import_errors"] == []
