@@ -20,6 +20,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -154,6 +155,28 @@ class FolderJob:
     only: Iterable[str] | None = None
     deployed_root: str | None = None
     paused: Mapping[str, bool] | None = None
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under ``pid``, parents before their children, as ``/proc`` shows them now."""
+    children: dict[int, list[int]] = {}
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as handle:
+                    parent = int(handle.read().rpartition(b")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(0), ()):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 class ParseServer:
@@ -388,6 +411,12 @@ class ParseServer:
         remove its scratch directory."""
         if self.process is not None:
             if self.process.poll() is None:
+                # what runs under it first, deepest first (each still held by its living parent,
+                # so no number is reused): bubblewrap's sandbox init has a session of its own, and
+                # killed before it arms its parent-death signal it would wait on for ever
+                for pid in reversed(_descendants(self.process.pid)):
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
                 self.process.kill()  # the process this object started, by its own handle
                 self.process.wait()
             if self.process.stdin is not None:

@@ -13,13 +13,14 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
 from airflow_provider_coremodels.capture import diff
 from airflow_provider_coremodels.capture.dag_folder import FolderJob, ParseServer
-from airflow_provider_coremodels.capture.sandbox import bwrap_command
+from airflow_provider_coremodels.capture.sandbox import bwrap_command, probe
 
 DAG = """\
 from datetime import datetime
@@ -199,6 +200,44 @@ def test_a_server_never_asked_to_parse_is_ended(tmp_path: Path) -> None:
         pass  # the run failed before it said what to parse (no merge base, a bad baseline)
     assert server.process is not None and server.process.poll() is not None
     assert not os.path.exists(server.scratch)
+
+
+def test_a_sandboxed_server_ended_during_its_start_leaves_no_process(tmp_path: Path) -> None:
+    """Ended at every moment of its first second (bubblewrap still setting up, or Airflow's import):
+    nothing of it remains. The sandbox's init, in a session of its own, outlived an end that came
+    before it armed its parent-death signal, and waited for ever (seen once in a loaded run)."""
+    bwrap, why = probe()
+    if bwrap is None:
+        if os.environ.get("COREMODELS_REQUIRE_SANDBOX") == "1":
+            pytest.fail(f"COREMODELS_REQUIRE_SANDBOX=1 but {why}")
+        pytest.skip(why)
+    write(tmp_path / "dags", {"a.py": DAG.format(dag_id="a", text="a")})
+    started = []
+    for attempt in range(20):
+        server = ParseServer([tmp_path / "dags"], timeout=30, sandbox="require")
+        with server:
+            assert server.process is not None
+            started.append(server.process.pid)
+            time.sleep(attempt * 0.05)
+    # what bubblewrap ran names the folder it binds: none of it may be left
+    for _ in range(50):
+        left = [pid for pid in _pids() if str(tmp_path).encode() in _cmdline(pid)]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert left == []
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
 
 
 WATCHER = """\
