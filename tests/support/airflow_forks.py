@@ -14,7 +14,9 @@ run of a DAG file), then exits with its exit code, which the server answers.
 ``AirflowForks(env, warm=...)`` is the client: ``run(...)`` returns a ``subprocess.CompletedProcess``
 (or raises ``subprocess.TimeoutExpired``), as ``subprocess.run`` would. Requests may differ from the
 server's environment only in what Airflow reads when a run reads it (``PER_RUN``); the client's
-callers keep to that, or start a server for the other environment.
+callers keep to that, or start a server for the other environment. The server reads the home's
+``airflow.cfg`` once, when it starts (with ``cli`` warm, it writes the file first if it is missing,
+as every ``airflow`` command does): a file another process writes later is not seen by its runs.
 """
 
 from __future__ import annotations

@@ -248,14 +248,16 @@ class AirflowApiServer:
         started = time.monotonic()
         try:
             self._prepare_home()
-            # Airflow's commands below are forked from one process that imports Airflow while the
-            # database is migrated (support.airflow_forks): each is then its work, not an import.
-            warm = ("cli", "dag_test") if self.run_dags or self.failing_dags else ("cli",)
-            self._forks = AirflowForks(self.env, warm=warm, cwd=str(self.home))
             migrating = time.monotonic()
             assert self.home is not None
             _migrate(self.env, self.home, timeout=self.command_timeout)
             self.timings["db_migrate"] = time.monotonic() - migrating
+            # Airflow's commands below are forked from one process that imported Airflow
+            # (support.airflow_forks): each is then its work, not an import. It starts after the
+            # migration, which may write the home's airflow.cfg (its Fernet key) in a process of
+            # its own: the server must read that file, or write it first, never race it.
+            warm = ("cli", "dag_test") if self.run_dags or self.failing_dags else ("cli",)
+            self._forks = AirflowForks(self.env, warm=warm, cwd=str(self.home))
             self._run_cli("dags", "reserialize", timing="dags_reserialize")
             for dag_id in self.run_dags:
                 self._run_cli("dags", "test", dag_id, timing=f"dags_test_{dag_id}")
