@@ -41,6 +41,13 @@ from typing import Any
 #: (read from the environment when a task asks), and the test DAGs' own ``COREMODELS_TEST_*``
 #: switches (read when the DAG file is run).
 PER_RUN = ("AIRFLOW_CONN_", "AIRFLOW_VAR_", "COREMODELS_TEST_")
+
+
+def shared(env: dict[str, str]) -> dict[str, str]:
+    """What of ``env`` a server is started with, and every run it forks must match."""
+    return {key: value for key, value in env.items() if not key.startswith(PER_RUN)}
+
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -168,7 +175,7 @@ class AirflowForks:
     """One fork server, started at once with ``env`` (its import overlaps the caller's next steps)."""
 
     def __init__(self, env: dict[str, str], *, warm: tuple[str, ...] = (), cwd: str | None = None) -> None:
-        self.env = {key: value for key, value in env.items() if not key.startswith(PER_RUN)}
+        self.env = shared(env)
         self.cwd = cwd or os.getcwd()
         handle, log = tempfile.mkstemp(prefix="airflow-forks-", suffix=".log")
         self.log = Path(log)
@@ -189,7 +196,7 @@ class AirflowForks:
 
     def shares(self, env: dict[str, str]) -> bool:
         """Whether a run with ``env`` may be forked from this server."""
-        return {k: v for k, v in env.items() if not k.startswith(PER_RUN)} == self.env
+        return shared(env) == self.env
 
     def _answer(self, deadline: float) -> dict[str, Any] | None:
         assert self.process.stdout is not None

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from support import dag_test_runner
-from support.airflow_forks import PER_RUN, AirflowForks
+from support.airflow_forks import AirflowForks, shared
 from support.airflow_server import AirflowApiServer, migrated_home
 from support.helpers import REPO
 
@@ -60,7 +60,7 @@ _servers_lock = threading.Lock()
 
 def _server(env: dict[str, str]) -> AirflowForks:
     """The fork server of ``env``'s home and settings, started on its first run."""
-    key = tuple(sorted((k, v) for k, v in env.items() if not k.startswith(PER_RUN)))
+    key = tuple(sorted(shared(env).items()))
     with _servers_lock:
         server = _servers.pop(key, None)
         if server is None or server.process.poll() is not None:
