@@ -65,10 +65,15 @@ def read_bounded(
         if not follow_links and os.path.islink(path):
             raise Unreadable("is a symbolic link, which is not followed") from None
         raise Unreadable(f"cannot be read: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(info.st_mode):  # before a file object: a directory cannot be one
             raise Unreadable("is not a regular file")
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
         return read_limited(handle, info.st_size, max_bytes, limit_name=limit_name)
 
 

@@ -308,7 +308,7 @@ def test_asset_extra_is_left_out_unless_asked_for(tmp_path: Path, capsys) -> Non
     assert asset["metadata"] == {"airflow.extra": '{"password":"hunter2","tier":1}'}
 
 
-@pytest.mark.parametrize("option", ["--dags", "--snapshot", "--baseline", "--waivers"])
+@pytest.mark.parametrize("option", ["--dags", "--snapshot", "--baseline", "--waivers", "--rules"])
 def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path, capsys, option: str) -> None:
     """Inputs are read as regular files only: a FIFO with no writer would block the read forever."""
     fifo = tmp_path / "input.fifo"
@@ -319,6 +319,19 @@ def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path: Path, capsys, option:
     code, out, err = run(capsys, *args)
     assert (code, out) == (2, "")
     assert err.endswith(f" {fifo} is not a regular file\n")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("option", ["--dags", "--waivers", "--rules"])
+def test_a_directory_is_refused_as_what_it_is(tmp_path: Path, capsys, option: str) -> None:
+    """A directory where a file belongs (``--snapshot`` and ``--baseline`` take a file sink's) is
+    one line naming it, not an unexpected error."""
+    args = ["audit", option, str(tmp_path)]
+    if option != "--dags":
+        args += ["--dags", str(REAL["dags"])]
+    code, out, err = run(capsys, *args)
+    assert (code, out) == (2, "")
+    assert err.startswith("error: ") and err.endswith(f" {tmp_path} is not a regular file\n"), err
     assert len(err.splitlines()) == 1
 
 
