@@ -198,21 +198,57 @@ def test_a_snapshot_names_its_deployment(airflow_server, tmp_path: Path) -> None
     assert json.loads((tmp_path / "unnamed" / "latest.json").read_bytes())["state"]["deployment"] is None
 
 
-def test_export_sends_its_metrics_where_airflow_sends_its_own(airflow_server, tmp_path: Path) -> None:
-    """[metrics] statsd_on: the command line initializes Airflow's Stats itself (no Airflow process
-    did) and the values reach a StatsD daemon, here a UDP socket on 127.0.0.1."""
+#: ``python -m airflow_provider_coremodels ARGS``, writing at exit the Airflow modules it loaded.
+_LOADED = """
+import atexit, json, os, runpy, sys
+def loaded():
+    names = sorted(name for name in sys.modules if name == "airflow" or name.startswith("airflow."))
+    open(os.environ["LOADED_FILE"], "w").write(json.dumps(names))
+atexit.register(loaded)
+sys.argv = ["airflow_provider_coremodels", *sys.argv[1:]]
+runpy.run_module("airflow_provider_coremodels", run_name="__main__")
+"""
+
+
+def export_loading(
+    server, tmp_path: Path, env: dict[str, str]
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """``export --deployment prod.eu`` run as a user runs it, with ``env`` in place of every
+    ``AIRFLOW_*`` variable of the tests' own: its result, and the Airflow modules it loaded."""
+    loaded = tmp_path / "loaded.json"
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
+    environment.update(env, AF_PASSWORD=server.password, LOADED_FILE=str(loaded))
+    command = [
+        sys.executable, "-c", _LOADED, "export",
+        "--base-url", server.base_url, "--username", server.username,
+        "--password-env", "AF_PASSWORD", "--sink", str(tmp_path / "out"), "--deployment", "prod.eu",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=120)
+    return result, json.loads(loaded.read_text())
+
+
+@pytest.mark.parametrize("configured_in", ["environment", "airflow.cfg"])
+def test_export_sends_its_metrics_where_airflow_sends_its_own(
+    airflow_server, tmp_path: Path, configured_in: str
+) -> None:
+    """[metrics] statsd_on, in the environment or in the home's airflow.cfg: the command line
+    initializes Airflow's Stats itself (no Airflow process did) and the values reach a StatsD
+    daemon, here a UDP socket on 127.0.0.1."""
     from support.listeners import StatsdListener
 
+    home = tmp_path / "airflow-home"
+    home.mkdir()
     with StatsdListener() as statsd:
-        env = {**statsd.env(prefix="af"), "AF_PASSWORD": airflow_server.password}
-        command = [
-            sys.executable, "-m", "airflow_provider_coremodels", "export",
-            "--base-url", airflow_server.base_url, "--username", airflow_server.username,
-            "--password-env", "AF_PASSWORD", "--sink", str(tmp_path / "out"), "--deployment", "prod.eu",
-        ]  # fmt: skip
-        environment = {**os.environ, **env}
-        result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=120)
+        metrics = statsd.env(prefix="af")
+        env = {"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+        if configured_in == "environment":
+            env.update(metrics)
+        else:
+            options = "".join(f"{name.rsplit('__', 1)[1].lower()} = {v}\n" for name, v in metrics.items())
+            (home / "airflow.cfg").write_text(f"[core]\nload_examples = False\n[metrics]\n{options}")
+        result, loaded = export_loading(airflow_server, tmp_path, env)
         assert result.returncode == 0, result.stderr
+        assert "airflow" in loaded  # Airflow was asked
         for _ in range(50):  # the datagrams were sent before the command ended; give the socket a moment
             if any("sinks.failed" in line for line in statsd.lines):
                 break
@@ -221,6 +257,19 @@ def test_export_sends_its_metrics_where_airflow_sends_its_own(airflow_server, tm
     assert values["af.coremodels.findings.open.prod_eu.Warning"].endswith("|g")  # the dot is no level
     assert values["af.coremodels.findings.resolved.prod_eu"] == "0|g"
     assert values["af.coremodels.capture.duration.prod_eu"].endswith("|ms")
+
+
+def test_with_metrics_off_the_export_never_imports_airflow(airflow_server, tmp_path: Path) -> None:
+    """No [metrics] option anywhere (Airflow's default is off): the command line leaves Airflow
+    unimported, most of its start-up time, and writes nothing into the Airflow home."""
+    home = tmp_path / "airflow-home"
+    home.mkdir()
+    (home / "airflow.cfg").write_text("[core]\nload_examples = False\n[metrics]\n# statsd_on = True\n")
+    result, loaded = export_loading(airflow_server, tmp_path, {"AIRFLOW_HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    assert loaded == []
+    assert sorted(p.name for p in home.iterdir()) == ["airflow.cfg"]
+    assert json.loads((tmp_path / "out" / "latest.json").read_bytes())["state"]["deployment"] == "prod.eu"
 
 
 def test_history_keep_removes_old_entries_and_says_so(airflow_server, tmp_path: Path) -> None:
