@@ -1,14 +1,16 @@
 """The fork server the Airflow tests run their commands through (``tests/support/airflow_forks.py``).
 
 Each run must be what a fresh process would be: the request's environment and nothing of the
-run before, its own output and exit code, the server's settings refused where they differ, and a
-run that overstays its timeout ended with everything it started. A real server (Airflow imported,
+run before, its own output and exit code, the server's settings refused where they differ, a run
+that overstays its timeout ended with everything it started, and a spawned run (the API server)
+going on beside the next ones until its group is ended. A real server (Airflow imported,
 the CLI's parser built), in an Airflow home with a migrated database.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -103,6 +105,34 @@ def test_a_run_past_its_timeout_is_ended_with_what_it_started(home, tmp_path: Pa
         assert not _alive(child)
     finally:
         server.stop()
+
+
+def test_a_spawned_run_goes_on_beside_the_next_and_is_reaped_when_the_server_stops(
+    home, tmp_path: Path
+) -> None:
+    """``spawn`` (how the API server starts): the server answers other runs while it lives, its
+    group ends with a signal, and no zombie of it outlives the server."""
+    server = AirflowForks(home)
+    log = tmp_path / "spawned.log"
+    code = "import time\nprint('up', flush=True)\ntime.sleep(600)\n"
+    try:
+        spawned = server.spawn({"python": code}, env=home, timeout=120, args=ARGS, stdout=log)
+        for _ in range(100):
+            if log.read_text() == "up\n":
+                break
+            time.sleep(0.1)
+        assert log.read_text() == "up\n" and not spawned.ended()
+        assert python(server, home, "print('beside')").stdout == "beside\n"  # not held up by it
+        with pytest.raises(ValueError, match="differs from the server's"):
+            server.spawn({"python": "pass"}, env={**home, "AIRFLOW__CORE__PARALLELISM": "3"}, timeout=120,
+                         args=ARGS, stdout=log)  # fmt: skip
+        spawned.signal_group(signal.SIGTERM)
+        assert spawned.wait(timeout=10)
+        assert _alive(spawned.pid) is False
+        assert os.path.exists(f"/proc/{spawned.pid}")  # a zombie until the server reaps it
+    finally:
+        server.stop()
+    assert not os.path.exists(f"/proc/{spawned.pid}")
 
 
 def _alive(pid: int) -> bool:

@@ -12,7 +12,9 @@ have run (the CLI's ``main()`` with the request's argv, the code given, or ``dag
 run of a DAG file), then exits with its exit code, which the server answers.
 
 ``AirflowForks(env, warm=...)`` is the client: ``run(...)`` returns a ``subprocess.CompletedProcess``
-(or raises ``subprocess.TimeoutExpired``), as ``subprocess.run`` would. Requests may differ from the
+(or raises ``subprocess.TimeoutExpired``), as ``subprocess.run`` would; ``spawn(...)`` starts a run
+that goes on beside the next ones (``airflow api-server``) and returns a ``Spawned``, whose process
+group the caller ends (the server reaps it, at the latest when it stops). Requests may differ from the
 server's environment only in what Airflow reads when a run reads it (``PER_RUN``); the client's
 callers keep to that, or start a server for the other environment. The server reads the home's
 ``airflow.cfg`` once, when it starts (with ``cli`` warm, it writes the file first if it is missing,
@@ -156,6 +158,7 @@ def serve(warm: list[str]) -> None:
     for name in warm:
         WARM[name]()
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")
+    detached: set[int] = set()  # spawned runs: reaped by pid once ended, never by waitpid(-1)
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()
@@ -164,11 +167,47 @@ def serve(warm: list[str]) -> None:
         if pid == 0:
             _child(request, answer_fd)
         answers.write(json.dumps({"started": pid}) + "\n")
-        _, status = os.waitpid(pid, 0)
-        answers.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
+        if request.get("detach"):
+            detached.add(pid)
+        else:
+            _, status = os.waitpid(pid, 0)
+            answers.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
+        for ended in [pid for pid in detached if os.waitpid(pid, os.WNOHANG)[0]]:
+            detached.discard(ended)
+    for pid in detached:  # the client closed the requests: its spawned runs were ended first
+        os.waitpid(pid, 0)
 
 
 # --------------------------------------------------------------------------- the client
+
+
+class Spawned:
+    """A run started by ``AirflowForks.spawn``: the fork server's child, in a session of its own
+    (its process group is ``pid``). It is not this process's child, so its state is read from
+    ``/proc``: ended once it is a zombie the server has not reaped yet, or gone."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def ended(self) -> bool:
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return True
+        return stat[stat.rindex(")") + 2] in "ZX"
+
+    def signal_group(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def wait(self, timeout: float) -> bool:
+        """Whether it ended within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self.ended():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
 
 class AirflowForks:
@@ -226,30 +265,11 @@ class AirflowForks:
         """Fork one run of ``request`` (``{"airflow": argv}``, ``{"python": code}`` or ``{"dag_file":
         path}``). ``stdout`` names a file for the whole output (stdout and stderr, as a log); else
         both are returned. ``args`` is what the result and a timeout name as the command."""
-        if not self.shares(env):
-            raise ValueError("this environment differs from the server's beyond PER_RUN")
         with self._lock, tempfile.TemporaryDirectory(prefix="airflow-fork-") as tmp:
             deadline = time.monotonic() + timeout
             out = stdout or Path(tmp) / "stdout"
             err = stdout or Path(tmp) / "stderr"
-            if stdout is not None:
-                stdout.write_bytes(b"")
-            if not self._ready:
-                if self._answer(deadline) is None:
-                    self.stop()
-                    raise subprocess.TimeoutExpired(args, timeout)
-                self._ready = True
-            message = {
-                **request,
-                "env": env,
-                "stdout": str(out),
-                "stderr": str(err),
-                "cwd": str(cwd or self.cwd),
-            }
-            assert self.process.stdin is not None
-            self.process.stdin.write(json.dumps(message).encode() + b"\n")
-            self.process.stdin.flush()
-            started = self._answer(deadline)
+            started = self._send(request, env, deadline, args, out=out, err=err, cwd=cwd)
             answer = self._answer(deadline) if started is not None else None
             if answer is None and started is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -261,7 +281,61 @@ class AirflowForks:
                 raise subprocess.TimeoutExpired(args, timeout, output=output, stderr=errors)
             return subprocess.CompletedProcess(args, answer["returncode"], output, errors)
 
+    def spawn(
+        self,
+        request: dict[str, Any],
+        *,
+        env: dict[str, str],
+        timeout: float,
+        args: list[str],
+        stdout: Path,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> Spawned:
+        """Fork a run of ``request`` that goes on while later ones run (a server), its whole output
+        to ``stdout``; ``timeout`` bounds only the wait for the fork server to start it."""
+        with self._lock:
+            deadline = time.monotonic() + timeout
+            request = {**request, "detach": True}
+            started = self._send(request, env, deadline, args, out=stdout, err=stdout, cwd=cwd)
+            if started is None:
+                self.stop()
+                raise subprocess.TimeoutExpired(args, timeout)
+            return Spawned(started["started"])
+
+    def _send(
+        self,
+        request: dict[str, Any],
+        env: dict[str, str],
+        deadline: float,
+        args: list[str],
+        *,
+        out: Path,
+        err: Path,
+        cwd: str | os.PathLike[str] | None,
+    ) -> dict[str, Any] | None:
+        """Send one request once the server is ready; its ``started`` answer (None: not in time)."""
+        if not self.shares(env):
+            raise ValueError("this environment differs from the server's beyond PER_RUN")
+        if out == err:
+            out.write_bytes(b"")
+        if not self._ready:
+            if self._answer(deadline) is None:
+                self.stop()
+                raise subprocess.TimeoutExpired(args, 0)  # not ready by the deadline
+            self._ready = True
+        message = {**request, "env": env, "stdout": str(out), "stderr": str(err), "cwd": str(cwd or self.cwd)}
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+        return self._answer(deadline)
+
     def stop(self) -> None:
+        """End the server. Its spawned runs should have been ended first: it then reaps them as it
+        leaves (given a moment), where a killed server would leave them to init."""
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()  # type: ignore[union-attr]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=2)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()

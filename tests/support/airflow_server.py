@@ -11,7 +11,8 @@ Usage::
 Start-up runs ``airflow db migrate`` (once per test process, into a template each home copies)
 and ``airflow dags reserialize`` (which parses the DAG folder and writes DAGs, tags, owners, paused
 state and asset rows to the database), then starts ``airflow api-server`` in its own process group
-and waits until ``/api/v2/version`` answers.
+and waits until ``/api/v2/version`` answers. The commands after the migration, the server among them,
+are forked from one process of the home's that imported Airflow (``support.airflow_forks``).
 The server is always stopped on exit, also on exceptions and KeyboardInterrupt.
 
 Runnable as a script to time a start-up: ``python tests/support/airflow_server.py [DAGS_FOLDER]``.
@@ -20,7 +21,6 @@ Runnable as a script to time a start-up: ``python tests/support/airflow_server.p
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import shutil
@@ -36,7 +36,7 @@ from typing import Any
 
 import requests
 
-from support.airflow_forks import AirflowForks
+from support.airflow_forks import AirflowForks, Spawned
 
 DEFAULT_PASSWORD = "coremodels-test-password"
 #: A second user with the simple auth manager's least role (read-only): what the docs tell
@@ -228,8 +228,7 @@ class AirflowApiServer:
         self.log_path: Path | None = None
         self.timings: dict[str, float] = {}
         self._own_home = False
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log_file: Any = None
+        self._process: Spawned | None = None
         self._token: str | None = None
         self._forks: AirflowForks | None = None
         self._last_reparse = time.monotonic()  # start-up parsed the DAG folder
@@ -278,31 +277,21 @@ class AirflowApiServer:
         self.timings["total"] = time.monotonic() - started
 
     def stop(self) -> None:
-        forks, self._forks = self._forks, None
-        if forks is not None:
-            forks.stop()
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            self._signal_group(process, signal.SIGTERM)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self._signal_group(process, signal.SIGKILL)
-                process.wait(timeout=15)
         if process is not None:
+            if not process.ended():
+                process.signal_group(signal.SIGTERM)
+                if not process.wait(timeout=15):
+                    process.signal_group(signal.SIGKILL)
+                    process.wait(timeout=15)
             # Workers may outlive the main process: make sure the whole group is gone.
-            self._signal_group(process, signal.SIGKILL)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+            process.signal_group(signal.SIGKILL)
+        forks, self._forks = self._forks, None
+        if forks is not None:  # after the server: it reaps the server as it leaves
+            forks.stop()
         if self._own_home and self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
             self._own_home = False
-
-    @staticmethod
-    def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
 
     # ------------------------------------------------------------------ set-up steps
     def _prepare_home(self) -> None:
@@ -410,36 +399,27 @@ class AirflowApiServer:
             )
 
     def _start_server(self) -> None:
-        assert self.home is not None and self.log_path is not None
+        """``airflow api-server --host 127.0.0.1 --port P --workers 1``, forked (a session of its own,
+        so stop() can end its workers too), and the wait for its first answer."""
+        assert self.home is not None and self.log_path is not None and self._forks is not None
         started = time.monotonic()
-        self._log_file = open(self.log_path, "wb")  # noqa: SIM115 - held open for the server's lifetime
-        self._process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "airflow",
-                "api-server",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--workers",
-                "1",
-            ],
-            env=self.env,
-            cwd=self.home,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # own process group, so stop() can end the workers too
-        )
+        argv = ["api-server", "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"]
+        try:
+            self._process = self._forks.spawn(
+                {"airflow": argv},
+                env=self.env,
+                timeout=self.startup_timeout,
+                args=[sys.executable, "-m", "airflow", *argv],
+                stdout=self.log_path,
+                cwd=self.home,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise AirflowServerError(f"api-server was not started within {self.startup_timeout} s") from err
         deadline = started + self.startup_timeout
         last_problem = "no answer yet"
         while True:
-            if self._process.poll() is not None:
-                raise AirflowServerError(
-                    f"api-server exited with code {self._process.returncode}:\n{_tail(self.log_path)}"
-                )
+            if self._process.ended():
+                raise AirflowServerError(f"api-server exited:\n{_tail(self.log_path)}")
             try:
                 response = requests.get(f"{self.base_url}/api/v2/version", timeout=2)
                 if response.status_code == 200:
