@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import processes
 from support.airflow_forks import AirflowForks
 from support.airflow_server import migrated_home
 
@@ -99,10 +100,10 @@ def test_a_run_past_its_timeout_is_ended_with_what_it_started(home, tmp_path: Pa
         assert server.process.poll() is not None
         child = int(marker.read_text())
         for _ in range(50):
-            if not _alive(child):
+            if not processes.alive(child):
                 break
             time.sleep(0.1)
-        assert not _alive(child)
+        assert not processes.alive(child)
     finally:
         server.stop()
 
@@ -128,18 +129,8 @@ def test_a_spawned_run_goes_on_beside_the_next_and_is_reaped_when_the_server_sto
                          args=ARGS, stdout=log)  # fmt: skip
         spawned.signal_group(signal.SIGTERM)
         assert spawned.wait(timeout=10)
-        assert _alive(spawned.pid) is False
+        assert processes.alive(spawned.pid) is False
         assert os.path.exists(f"/proc/{spawned.pid}")  # a zombie until the server reaps it
     finally:
         server.stop()
     assert not os.path.exists(f"/proc/{spawned.pid}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return os.path.exists(f"/proc/{pid}")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import processes
 
 from airflow_provider_coremodels.capture import diff
 from airflow_provider_coremodels.capture.dag_folder import FolderJob, ParseServer
@@ -221,23 +222,11 @@ def test_a_sandboxed_server_ended_during_its_start_leaves_no_process(tmp_path: P
             time.sleep(attempt * 0.05)
     # what bubblewrap ran names the folder it binds: none of it may be left
     for _ in range(50):
-        left = [pid for pid in _pids() if str(tmp_path).encode() in _cmdline(pid)]
+        left = processes.with_cmdline(str(tmp_path).encode())
         if not left:
             break
         time.sleep(0.1)
     assert left == []
-
-
-def _pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read()
-    except OSError:
-        return b""
 
 
 WATCHER = """\

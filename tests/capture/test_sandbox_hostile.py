@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import processes
 
 from airflow_provider_coremodels.capture.dag_folder import DagFolderError, ParseLimits, parse_dag_folder
 from airflow_provider_coremodels.capture.sandbox import probe
@@ -486,27 +487,13 @@ def test_a_catastrophic_airflowignore_ends_at_the_parse_deadline(tmp_path, monke
             tmp_path, sandbox=sandbox, timeout=20, deadline=8, passed_env=["COREMODELS_LISTING_MARK"]
         )
     assert time.monotonic() - started < 30  # a bound, not a timing: the regex alone takes hours
-    left = _processes_with(f"COREMODELS_LISTING_MARK={mark}".encode())
+    left = processes.with_environ(f"COREMODELS_LISTING_MARK={mark}".encode())
     for _ in range(50):  # a killed process is gone within moments
         if not left:
             break
         time.sleep(0.1)
-        left = _processes_with(f"COREMODELS_LISTING_MARK={mark}".encode())
+        left = processes.with_environ(f"COREMODELS_LISTING_MARK={mark}".encode())
     assert left == []
-
-
-def _processes_with(variable: bytes) -> list[int]:
-    """The processes whose environment holds ``variable`` (NAME=value), this machine's whole."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/environ", "rb") as handle:
-                    if variable in handle.read().split(b"\0"):
-                        found.append(int(name))
-            except OSError:
-                continue
-    return found
 
 
 def test_where_namespaces_are_refused_auto_says_so_and_require_exits_2(tmp_path, monkeypatch) -> None:
