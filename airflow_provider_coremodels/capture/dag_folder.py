@@ -259,6 +259,9 @@ class ParseServer:
                     env=env,
                     cwd=self.scratch,
                     pass_fds=(self.answer.fileno(),),
+                    # bubblewrap in a process group of its own, which close() ends whole: its
+                    # --die-with-parent ends it with this process, as before
+                    start_new_session=inside,
                 )
             assert self.process.stdin is not None
             os.set_blocking(self.process.stdin.fileno(), False)
@@ -411,12 +414,22 @@ class ParseServer:
         remove its scratch directory."""
         if self.process is not None:
             if self.process.poll() is None:
-                # what runs under it first, deepest first (each still held by its living parent,
-                # so no number is reused): bubblewrap's sandbox init has a session of its own, and
-                # killed before it arms its parent-death signal it would wait on for ever
+                # Ended during its start, bubblewrap's sandbox init would outlive it, waiting for
+                # ever: one cloned a moment before (still in bubblewrap's process group, its
+                # parent-death signal not armed yet), or one already in a session of its own. So
+                # the group is stopped first (nothing in it starts anything more), then what runs
+                # under bubblewrap is killed deepest first (each still held by its living parent,
+                # so no number is reused), then the group.
+                group = self.process.pid if self.isolation.kind == "sandbox" else None
+                if group is not None:
+                    with contextlib.suppress(OSError):
+                        os.killpg(group, signal.SIGSTOP)
                 for pid in reversed(_descendants(self.process.pid)):
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
+                if group is not None:
+                    with contextlib.suppress(OSError):
+                        os.killpg(group, signal.SIGKILL)
                 self.process.kill()  # the process this object started, by its own handle
                 self.process.wait()
             if self.process.stdin is not None:

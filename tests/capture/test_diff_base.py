@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -204,29 +205,40 @@ def test_a_server_never_asked_to_parse_is_ended(tmp_path: Path) -> None:
 
 
 def test_a_sandboxed_server_ended_during_its_start_leaves_no_process(tmp_path: Path) -> None:
-    """Ended at every moment of its first second (bubblewrap still setting up, or Airflow's import):
-    nothing of it remains. The sandbox's init, in a session of its own, outlived an end that came
-    before it armed its parent-death signal, and waited for ever (seen once in a loaded run)."""
+    """Ended at every moment of its start (bubblewrap still setting up, or Airflow's import):
+    nothing of it remains. Ended within bubblewrap's first milliseconds, its sandbox init, cloned a
+    moment before and its parent-death signal not armed yet, outlived it and waited for ever (a
+    run that fails at once, with no merge base, left one in a loaded run): about 1 in 15 such ends
+    did, with three runs at once, before the server's end stopped bubblewrap's process group first.
+    """
     bwrap, why = probe()
     if bwrap is None:
         if os.environ.get("COREMODELS_REQUIRE_SANDBOX") == "1":
             pytest.fail(f"COREMODELS_REQUIRE_SANDBOX=1 but {why}")
         pytest.skip(why)
     write(tmp_path / "dags", {"a.py": DAG.format(dag_id="a", text="a")})
-    started = []
-    for attempt in range(20):
-        server = ParseServer([tmp_path / "dags"], timeout=30, sandbox="require")
-        with server:
-            assert server.process is not None
-            started.append(server.process.pid)
-            time.sleep(attempt * 0.05)
+
+    def end_early(lane: int) -> None:
+        for attempt in range(40):
+            with ParseServer([tmp_path / "dags"], timeout=30, sandbox="require") as server:
+                assert server.process is not None
+                time.sleep((attempt * 7 + lane * 3) % 20 / 1000)  # 0 to 19 ms into its start
+
+    def end_later() -> None:
+        for attempt in range(10):
+            with ParseServer([tmp_path / "dags"], timeout=30, sandbox="require"):
+                time.sleep(attempt * 0.1)  # into Airflow's import
+
+    with ThreadPoolExecutor(4) as pool:
+        for done in [pool.submit(end_early, lane) for lane in range(3)] + [pool.submit(end_later)]:
+            done.result()
     # what bubblewrap ran names the folder it binds: none of it may be left
     for _ in range(50):
         left = processes.with_cmdline(str(tmp_path).encode())
         if not left:
             break
         time.sleep(0.1)
-    assert left == []
+    assert left == [], [(pid, processes.state(pid)) for pid in left]
 
 
 WATCHER = """\
