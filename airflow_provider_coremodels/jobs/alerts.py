@@ -168,8 +168,8 @@ def metrics_may_be_on(environ: Mapping[str, str], *, modules: Mapping[str, objec
     """
     if "airflow" in modules or any(_METRICS_VARIABLE.match(name) for name in environ):
         return True
-    home = environ.get("AIRFLOW_HOME") or os.path.join(os.path.expanduser("~"), "airflow")
-    path = environ.get("AIRFLOW_CONFIG") or os.path.join(home, "airflow.cfg")
+    home = _expanded(environ.get("AIRFLOW_HOME") or "~/airflow")  # as Airflow expands them
+    path = _expanded(environ.get("AIRFLOW_CONFIG") or os.path.join(home, "airflow.cfg"))
     if not os.path.lexists(path):
         return False
     try:
@@ -177,6 +177,10 @@ def metrics_may_be_on(environ: Mapping[str, str], *, modules: Mapping[str, objec
     except Unreadable:
         return True  # Airflow says what it makes of a file this cannot read
     return _METRICS_OPTION.search(text) is not None
+
+
+def _expanded(path: str) -> str:
+    return os.path.expandvars(os.path.expanduser(path))
 
 
 def _legacy_names_on() -> bool:

@@ -83,6 +83,18 @@ def test_without_airflow_home_the_file_is_looked_for_in_home_airflow(tmp_path: P
     assert asked({})
 
 
+def test_a_home_or_file_named_with_a_tilde_or_a_variable_is_expanded_as_airflow_does(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AF_ROOT", str(tmp_path))
+    (tmp_path / "af").mkdir()
+    (tmp_path / "af" / "airflow.cfg").write_text("[metrics]\nstatsd_on = True\n")
+    assert asked({"AIRFLOW_HOME": "~/af"})
+    assert asked({"AIRFLOW_HOME": str(tmp_path), "AIRFLOW_CONFIG": "$AF_ROOT/af/airflow.cfg"})
+    assert not asked({"AIRFLOW_HOME": "~/elsewhere"})
+
+
 def test_a_file_that_cannot_be_read_is_left_to_airflow(tmp_path: Path) -> None:
     """A directory, or a file past the bound: Airflow reads it (and says what it makes of it)."""
     (tmp_path / "airflow.cfg").mkdir()
