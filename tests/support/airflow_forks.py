@@ -267,7 +267,7 @@ class AirflowForks:
             deadline = time.monotonic() + timeout
             out = stdout or Path(tmp) / "stdout"
             err = stdout or Path(tmp) / "stderr"
-            started = self._send(request, env, deadline, args, out=out, err=err, cwd=cwd)
+            started = self._send(request, env, (deadline, timeout), args, out=out, err=err, cwd=cwd)
             answer = self._answer(deadline) if started is not None else None
             if answer is None and started is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -294,7 +294,7 @@ class AirflowForks:
         with self._lock:
             deadline = time.monotonic() + timeout
             request = {**request, "detach": True}
-            started = self._send(request, env, deadline, args, out=stdout, err=stdout, cwd=cwd)
+            started = self._send(request, env, (deadline, timeout), args, out=stdout, err=stdout, cwd=cwd)
             if started is None:
                 self.stop()
                 raise subprocess.TimeoutExpired(args, timeout)
@@ -304,14 +304,16 @@ class AirflowForks:
         self,
         request: dict[str, Any],
         env: dict[str, str],
-        deadline: float,
+        within: tuple[float, float],
         args: list[str],
         *,
         out: Path,
         err: Path,
         cwd: str | os.PathLike[str] | None,
     ) -> dict[str, Any] | None:
-        """Send one request once the server is ready; its ``started`` answer (None: not in time)."""
+        """Send one request once the server is ready; its ``started`` answer (None: not in time).
+        ``within``: the request's deadline, and the timeout it was counted from."""
+        deadline, timeout = within
         if not self.shares(env):
             raise ValueError("this environment differs from the server's beyond PER_RUN")
         if out == err:
@@ -319,7 +321,7 @@ class AirflowForks:
         if not self._ready:
             if self._answer(deadline) is None:
                 self.stop()
-                raise subprocess.TimeoutExpired(args, 0)  # not ready by the deadline
+                raise subprocess.TimeoutExpired(args, timeout)  # not ready by the deadline
             self._ready = True
         message = {**request, "env": env, "stdout": str(out), "stderr": str(err), "cwd": str(cwd or self.cwd)}
         assert self.process.stdin is not None
