@@ -99,11 +99,7 @@ def test_a_run_past_its_timeout_is_ended_with_what_it_started(home, tmp_path: Pa
         assert time.monotonic() - started < 10
         assert server.process.poll() is not None
         child = int(marker.read_text())
-        for _ in range(50):
-            if not processes.alive(child):
-                break
-            time.sleep(0.1)
-        assert not processes.alive(child)
+        assert processes.left(lambda: [child] if processes.alive(child) else []) == []
     finally:
         server.stop()
 

@@ -233,11 +233,7 @@ def test_a_sandboxed_server_ended_during_its_start_leaves_no_process(tmp_path: P
         for done in [pool.submit(end_early, lane) for lane in range(3)] + [pool.submit(end_later)]:
             done.result()
     # what bubblewrap ran names the folder it binds: none of it may be left
-    for _ in range(50):
-        left = processes.with_cmdline(str(tmp_path).encode())
-        if not left:
-            break
-        time.sleep(0.1)
+    left = processes.left(lambda: processes.with_cmdline(str(tmp_path).encode()))
     assert left == [], [(pid, processes.state(pid)) for pid in left]
 
 

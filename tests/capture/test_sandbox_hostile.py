@@ -487,13 +487,7 @@ def test_a_catastrophic_airflowignore_ends_at_the_parse_deadline(tmp_path, monke
             tmp_path, sandbox=sandbox, timeout=20, deadline=8, passed_env=["COREMODELS_LISTING_MARK"]
         )
     assert time.monotonic() - started < 30  # a bound, not a timing: the regex alone takes hours
-    left = processes.with_environ(f"COREMODELS_LISTING_MARK={mark}".encode())
-    for _ in range(50):  # a killed process is gone within moments
-        if not left:
-            break
-        time.sleep(0.1)
-        left = processes.with_environ(f"COREMODELS_LISTING_MARK={mark}".encode())
-    assert left == []
+    assert processes.left(lambda: processes.with_environ(f"COREMODELS_LISTING_MARK={mark}".encode())) == []
 
 
 def test_where_namespaces_are_refused_auto_says_so_and_require_exits_2(tmp_path, monkeypatch) -> None:

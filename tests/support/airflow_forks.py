@@ -200,12 +200,9 @@ class Spawned:
 
     def wait(self, timeout: float) -> bool:
         """Whether it ended within ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while not self.ended():
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-        return True
+        from support import processes
+
+        return processes.left(lambda: [] if self.ended() else [self.pid], timeout) == []
 
 
 class AirflowForks:

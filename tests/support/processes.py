@@ -4,6 +4,8 @@ check that a run left nothing behind, and of the fork server's spawned runs."""
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 
 
 def pids() -> list[int]:
@@ -39,6 +41,17 @@ def with_cmdline(text: bytes) -> list[int]:
 def with_environ(variable: bytes) -> list[int]:
     """The processes whose environment holds ``variable`` (``NAME=value``, whole)."""
     return [pid for pid in pids() if variable in _read(pid, "environ").split(b"\0")]
+
+
+def left(find: Callable[[], list[int]], seconds: float = 5.0) -> list[int]:
+    """What ``find`` still finds after ``seconds`` at most, looking every tenth of a second until it
+    finds nothing: a process just killed is gone within moments."""
+    deadline = time.monotonic() + seconds
+    found = find()
+    while found and time.monotonic() < deadline:
+        time.sleep(0.1)
+        found = find()
+    return found
 
 
 def _read(pid: int, name: str) -> bytes:
