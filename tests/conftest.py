@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -14,6 +15,12 @@ os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="coremodels-tests-airflow-"
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 
 from support.helpers import FIXTURES
+
+# pytest keeps a test module's assertion rewriting as bytecode beside it only where bytecode may be
+# written: where PYTHONDONTWRITEBYTECODE is set (as in some CI images), each of make test's workers
+# rewrote every module again at collection, 6 of its 15 s of CPU there. The test modules' bytecode is
+# written (to their __pycache__, ignored by git); the processes the tests start keep the setting.
+sys.dont_write_bytecode = False
 
 
 @pytest.fixture(autouse=True)
