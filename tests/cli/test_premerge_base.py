@@ -90,9 +90,11 @@ def deploy(repo: Path) -> None:
     (repo / ".coremodels" / "baseline.json").write_text(done.stdout)
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """The estate on main, committed and deployed once for the module (deploying is a parse): the
+    repository, the estate's commit and the deployed baseline."""
+    repo = tmp_path_factory.mktemp("premerge-base") / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "ci@example.com")
@@ -111,6 +113,22 @@ def repo(tmp_path: Path) -> Path:
     )
     commit(repo, "the estate")
     deploy(repo)
+    return repo, git(repo, "rev-parse", "HEAD"), (repo / ".coremodels" / "baseline.json").read_text()
+
+
+@pytest.fixture
+def repo(deployed: tuple[Path, str, str]) -> Path:
+    """The deployed estate, and a branch ``change`` cut from main: each test finds the repository
+    as it was deployed, whatever the last one did (main back at the estate's commit, every other
+    branch, file and baseline gone, the deployed baseline written again)."""
+    repo, estate, baseline = deployed
+    git(repo, "checkout", "-q", "-f", "-B", "main", estate)
+    git(repo, "clean", "-q", "-f", "-d", "-x")
+    for branch in git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split():
+        if branch != "main":
+            git(repo, "branch", "-q", "-D", branch)
+    (repo / ".coremodels").mkdir()
+    (repo / ".coremodels" / "baseline.json").write_text(baseline)
     git(repo, "checkout", "-q", "-b", "change")
     return repo
 
