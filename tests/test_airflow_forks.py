@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from support import processes
-from support.airflow_forks import AirflowForks
+from support.airflow_forks import AirflowForks, shared
 from support.airflow_server import migrated_home
 
 pytestmark = pytest.mark.slow
@@ -67,6 +67,18 @@ def test_a_run_s_output_and_exit_code_are_its_own(forks, home) -> None:
     assert "RuntimeError: boom" in raised.stderr and raised.stdout == ""
 
 
+def test_a_python_run_gets_its_arguments_and_runs_its_exit_handlers_when_asked(forks, home) -> None:
+    code = (
+        "import atexit, sys\natexit.register(lambda: print('exit handler ran'))\nprint(sys.argv)\nsys.exit(4)"
+    )
+    asked = forks.run(
+        {"python": code, "argv": ["a", "b"], "exit_handlers": True}, env=home, timeout=120, args=ARGS
+    )
+    not_asked = forks.run({"python": code}, env=home, timeout=120, args=ARGS)
+    assert (asked.returncode, asked.stdout) == (4, "['-c', 'a', 'b']\nexit handler ran\n"), asked.stderr
+    assert (not_asked.returncode, not_asked.stdout) == (4, "['-c']\n"), not_asked.stderr
+
+
 def test_an_airflow_command_runs_as_the_cli_runs_it(forks, home, tmp_path: Path) -> None:
     log = tmp_path / "log"
     done = forks.run({"airflow": ["variables", "list"]}, env=home, timeout=120, args=ARGS, stdout=log)
@@ -79,6 +91,11 @@ def test_an_airflow_command_runs_as_the_cli_runs_it(forks, home, tmp_path: Path)
 def test_settings_beyond_connections_and_variables_are_refused(forks, home) -> None:
     with pytest.raises(ValueError, match="differs from the server's"):
         python(forks, {**home, "AIRFLOW__CORE__PARALLELISM": "3"}, "pass")
+    # a server given other prefixes (support.cli_forks's) lets those differ instead
+    assert shared({"A": "1", "OPENLINEAGE_URL": "u", "AIRFLOW_CONN_X": "c"}, ("OPENLINEAGE_URL",)) == {
+        "A": "1",
+        "AIRFLOW_CONN_X": "c",
+    }
 
 
 def test_a_run_past_its_timeout_is_ended_with_what_it_started(home, tmp_path: Path) -> None:

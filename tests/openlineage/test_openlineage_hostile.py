@@ -1,7 +1,8 @@
 """An OpenLineage receiver that lies: every request the client makes for the sink goes through the
 provider's one transport (issue 23, items 1-4).
 
-Real parts: ``export`` runs as a user runs it (a subprocess, ``--retry-budget 3``), capturing a
+Real parts: ``export`` runs as a user runs it (a process of its own, ``--retry-budget 3``, forked
+from one that imported the OpenLineage sink: ``support.cli_forks``), capturing a
 real local (replayed Airflow 2) REST API, and the official client's own transports, configured
 the client's way (its environment variables), post to a real local receiver
 (``tests/support/hostile_api.py``'s ``HostileReceiver``) that lies in one way per mode. Each run
@@ -46,7 +47,9 @@ def export(tmp_path: Path, env: dict[str, str]) -> Measured:
             "--password-env", "AF_PASSWORD", "--sink", "openlineage://", "--retry-budget", str(BUDGET),
         ]  # fmt: skip
         # the hard limit: a run that hangs fails here, not at CI's timeout
-        return run_measured(*argv, env={**env, "AF_PASSWORD": airflow.password}, timeout=HARD_LIMIT)
+        return run_measured(
+            *argv, env={**env, "AF_PASSWORD": airflow.password}, timeout=HARD_LIMIT, forked=True
+        )
 
 
 def assert_failed_cleanly(run: Measured) -> str:

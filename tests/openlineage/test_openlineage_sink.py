@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -104,6 +105,46 @@ def test_openlineage_url_and_api_key(example: str, receiver: Receiver) -> None:
     assert result.returncode == 0, result.stderr
     assert len(receiver.events) == 6
     assert {r.headers["Authorization"] for r in receiver.received} == {f"Bearer {API_KEY}"}
+
+
+#: Ways of configuring where events go, each read by the client or by Airflow's provider.
+SETTINGS = {
+    "client-variables": lambda url: http_transport(url),
+    "url-and-namespace": lambda url: {"OPENLINEAGE_URL": url, "OPENLINEAGE_NAMESPACE": "from-the-client"},
+    "airflow-conf": lambda url: {
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "http", "url": url}),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "from-airflow",
+    },
+}
+
+
+@pytest.mark.parametrize("settings", SETTINGS.values(), ids=SETTINGS.keys())
+def test_a_forked_run_sends_and_says_what_a_fresh_one_does(receiver: Receiver, settings) -> None:
+    """The tests here fork the command line from a process that imported the sink (support.cli_forks),
+    which holds only if the client's and the provider's settings are read when a run reads them, not
+    when the sink is imported: the same export, forked and started afresh, sends and says the same."""
+    with AirflowV1ReplayServer(FIXTURES / "airflow2") as airflow:
+        env = {"AF_PASSWORD": airflow.password, **settings(receiver.base_url)}
+        argv = (
+            "export", "--base-url", airflow.base_url, "--username", airflow.username,
+            "--password-env", "AF_PASSWORD", "--sink", "openlineage://", "--format", "openlineage",
+        )  # fmt: skip
+        fresh = cli(*argv, env=env, fresh=True)
+        sent_fresh = receiver.bodies
+        forked = cli(*argv, env=env)
+        sent_forked = receiver.bodies[len(sent_fresh) :]
+    assert fresh.returncode == 0 and len(sent_fresh) == 5, fresh.stderr
+    timeless = [_without_capture_time(text) for text in (forked.stdout, forked.stderr, *sent_forked)]
+    assert timeless == [_without_capture_time(text) for text in (fresh.stdout, fresh.stderr, *sent_fresh)]
+    assert forked.returncode == fresh.returncode
+
+
+def _without_capture_time(text: str) -> str:
+    """The text without the times a run reads off the clock: when it captured the estate (each
+    event's time), when it logged a line, and how long it took."""
+    text = re.sub(r'"eventTime": "[^"]*"', '"eventTime": "-"', text)
+    text = re.sub(r"^\d{4}-\d\d-\d\dT[\d:.]+Z ", "", text, flags=re.MULTILINE)
+    return re.sub(r"\b\d+\.\d+ s\b", "- s", text)
 
 
 def test_disabled_openlineage_sends_nothing_and_says_so(example: str) -> None:

@@ -1,5 +1,5 @@
-"""The parts the OpenLineage tests share: a real local receiver, the command line in a subprocess,
-and the pinned OpenLineage JSON schemas (tests/fixtures/openlineage) to validate events with.
+"""The parts the OpenLineage tests share: a real local receiver, the command line in a process of its
+own, and the pinned OpenLineage JSON schemas (tests/fixtures/openlineage) to validate events with.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from jsonschema import Draft202012Validator, FormatChecker
 from referencing import Registry, Resource
 
+from support import cli_forks
 from support.helpers import FIXTURES
 from support.local_http import BackgroundHTTPServer, RequestHandler
 
@@ -78,15 +79,16 @@ sys.exit(main(sys.argv[1:]))
 
 
 def cli(
-    *argv: str, env: dict[str, str] | None = None, timeout: float = 180
+    *argv: str, env: dict[str, str] | None = None, timeout: float = 180, fresh: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """Run the command line in a fresh process (its own logging, its own imports), in the cwd."""
+    """Run the command line in a process of its own (its own logging), in the cwd: forked from one
+    that imported the OpenLineage sink (``support.cli_forks``), or started afresh (its own imports)
+    where ``fresh`` says so or ``MISSING`` hides a package."""
+    run_env = {**os.environ, **(env or {})}
+    if not fresh and not run_env.get("MISSING"):
+        return cli_forks.run(*argv, env=run_env, timeout=timeout)
     return subprocess.run(
-        [sys.executable, "-c", _RUN, *argv],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=timeout,
+        [sys.executable, "-c", _RUN, *argv], capture_output=True, text=True, env=run_env, timeout=timeout
     )
 
 
