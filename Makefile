@@ -109,6 +109,7 @@ bench-smoke: install
 	$(PY) benchmarks/bench_dag_folder.py --files 20 --repeat 1
 	$(PY) benchmarks/bench_premerge.py --files 50 --repeat 1
 	$(PY) benchmarks/bench_capture_memory.py --dags 1 --answer-mb 2 --commands export
+	$(PY) benchmarks/bench_parse_start.py --repeat 1
 
 # The release's files, as the release workflow makes them: the sdist, the wheel built from it, and
 # both checked as PyPI renders and accepts them (twine check --strict: the README must render).
