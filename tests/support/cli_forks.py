@@ -28,6 +28,7 @@ from collections import OrderedDict
 from support import airflow_forks
 from support.airflow_forks import AirflowForks, shared
 
+#: What a run's environment may set differently from its server's, by prefix.
 PER_RUN = (
     *airflow_forks.PER_RUN,
     # where the events go: the client's settings, read when the sink builds its client
@@ -46,6 +47,7 @@ PER_RUN = (
 #: Not among them: the namespace (``[openlineage] namespace``, ``OPENLINEAGE_NAMESPACE``), which the
 #: provider reads when it is imported (the default of one of its functions' arguments): a run in
 #: another namespace gets a server of its own.
+
 #: Servers kept at once: a module's environment, and a variant a test makes.
 KEPT = 2
 

@@ -68,7 +68,7 @@ def run_measured(
                 code=_MEASURED,
                 cwd=None if cwd is None else str(cwd),
             )
-            out, err = result.stdout, result.stderr
+            code, out, err = result.returncode, result.stdout, result.stderr
         else:
             done = subprocess.run(
                 [sys.executable, "-c", _MEASURED, *arguments],
@@ -78,7 +78,8 @@ def run_measured(
                 timeout=timeout,
                 stdin=subprocess.DEVNULL,
             )
+            code = done.returncode
             out, err = done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
         seconds = time.monotonic() - started
         peak_mb = int(peak.read_text()) / 1024
-    return Measured(result.returncode if forked else done.returncode, out, err, seconds, peak_mb)
+    return Measured(code, out, err, seconds, peak_mb)
