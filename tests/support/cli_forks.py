@@ -44,9 +44,11 @@ PER_RUN = (
     "HOME",  # each OpenLineage test's own (the client looks for ~/.openlineage when it is built)
     "PYTEST_",  # PYTEST_CURRENT_TEST changes with every test
 )
-#: Not among them: the namespace (``[openlineage] namespace``, ``OPENLINEAGE_NAMESPACE``), which the
-#: provider reads when it is imported (the default of one of its functions' arguments): a run in
-#: another namespace gets a server of its own.
+#: Not among them: the namespace (``[openlineage] namespace``, ``OPENLINEAGE_NAMESPACE``). The
+#: provider reads it when it is imported (the default of one of its functions' arguments) and caches
+#: it, as it caches all its settings, except where ``PYTEST_VERSION`` is set: a fresh run started by
+#: a test inherits that variable, but the server is started without it, as a deployment's processes
+#: are. A run in another namespace gets a server of its own.
 
 #: Servers kept at once: a module's environment, and a variant a test makes.
 KEPT = 2
