@@ -22,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-#: What the parse server imports before it serves (``dag_folder_worker._serve``).
+#: What the parse server imports before it serves (``dag_folder_worker._serve``), and an operator
+#: of the kind its warm-up DAG imports.
 IMPORTS = """
 import airflow
 from airflow.configuration import conf
