@@ -39,6 +39,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -372,6 +373,35 @@ class AirflowForks:
             with contextlib.suppress(OSError):
                 pipe.close()  # type: ignore[union-attr]
         self.log.unlink(missing_ok=True)
+
+
+class KeptServers:
+    """Fork servers kept by the environment they serve: a run gets the one its environment shares
+    (``shared``, with ``per_run``), started on its first run; at most ``kept`` are kept at once,
+    the one used least lately stopped first, and all are stopped when this process exits."""
+
+    def __init__(self, *, warm: tuple[str, ...], kept: int, per_run: tuple[str, ...] = PER_RUN) -> None:
+        self.warm, self.kept, self.per_run = warm, kept, per_run
+        self._servers: OrderedDict[tuple[tuple[str, str], ...], AirflowForks] = OrderedDict()
+        self._lock = threading.Lock()
+        atexit.register(self.stop_all)
+
+    def server(self, env: dict[str, str]) -> AirflowForks:
+        """The server of ``env``'s settings, started if there is none (or it has exited)."""
+        key = tuple(sorted(shared(env, self.per_run).items()))
+        with self._lock:
+            server = self._servers.pop(key, None)
+            if server is None or server.process.poll() is not None:
+                server = AirflowForks(env, warm=self.warm, per_run=self.per_run)
+            self._servers[key] = server
+            while len(self._servers) > self.kept:
+                self._servers.popitem(last=False)[1].stop()
+            return server
+
+    def stop_all(self) -> None:
+        with self._lock:
+            while self._servers:
+                self._servers.popitem()[1].stop()
 
 
 if __name__ == "__main__":

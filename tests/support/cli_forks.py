@@ -18,15 +18,12 @@ a package it would import) does not come here.
 
 from __future__ import annotations
 
-import atexit
 import os
 import subprocess
 import sys
-import threading
-from collections import OrderedDict
 
 from support import airflow_forks
-from support.airflow_forks import AirflowForks, shared
+from support.airflow_forks import KeptServers
 
 #: What a run's environment may set differently from its server's, by prefix.
 PER_RUN = (
@@ -58,26 +55,7 @@ import runpy
 runpy.run_module("airflow_provider_coremodels", run_name="__main__", alter_sys=True)
 """
 
-_servers: OrderedDict[tuple[tuple[str, str], ...], AirflowForks] = OrderedDict()
-_lock = threading.Lock()
-
-
-def _server(env: dict[str, str]) -> AirflowForks:
-    key = tuple(sorted(shared(env, PER_RUN).items()))
-    with _lock:
-        server = _servers.pop(key, None)
-        if server is None or server.process.poll() is not None:
-            server = AirflowForks(env, warm=("openlineage",), per_run=PER_RUN)
-        _servers[key] = server
-        while len(_servers) > KEPT:
-            _servers.popitem(last=False)[1].stop()
-        return server
-
-
-@atexit.register
-def _stop_all() -> None:
-    while _servers:
-        _servers.popitem()[1].stop()
+_servers = KeptServers(warm=("openlineage",), kept=KEPT, per_run=PER_RUN)
 
 
 def run(
@@ -87,7 +65,7 @@ def run(
     forked: its exit code and output, as ``subprocess.run(..., capture_output=True, text=True)``
     gives them; ``subprocess.TimeoutExpired`` past ``timeout``."""
     args = [sys.executable, "-c", code, *argv]
-    return _server(env).run(
+    return _servers.server(env).run(
         {"python": code, "argv": list(argv), "exit_handlers": True},
         env=env,
         timeout=timeout,

@@ -14,19 +14,16 @@ output, exit code and environment.
 
 from __future__ import annotations
 
-import atexit
 import json
 import shutil
 import subprocess
 import sys
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 import pytest
 
 from support import dag_test_runner
-from support.airflow_forks import AirflowForks, shared
+from support.airflow_forks import KeptServers
 from support.airflow_server import AirflowApiServer, migrated_home
 from support.helpers import REPO
 
@@ -54,31 +51,11 @@ def dag_home(factory: pytest.TempPathFactory, dag_file: str) -> dict[str, str]:
     return migrated_home(home, dags)
 
 
-_servers: OrderedDict[tuple[tuple[str, str], ...], AirflowForks] = OrderedDict()
-_servers_lock = threading.Lock()
-
-
-def _server(env: dict[str, str]) -> AirflowForks:
-    """The fork server of ``env``'s home and settings, started on its first run."""
-    key = tuple(sorted(shared(env).items()))
-    with _servers_lock:
-        server = _servers.pop(key, None)
-        if server is None or server.process.poll() is not None:
-            server = AirflowForks(env, warm=("dag_test",))
-        _servers[key] = server
-        while len(_servers) > KEPT:
-            _servers.popitem(last=False)[1].stop()
-        return server
-
-
-@atexit.register
-def _stop_all() -> None:
-    while _servers:
-        _servers.popitem()[1].stop()
+_servers = KeptServers(warm=("dag_test",), kept=KEPT)
 
 
 def run_dag(env: dict[str, str], dag_file: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``dag.test()`` of the home's ``dag_file``: its output carries the runner's marker lines."""
     path = Path(env["AIRFLOW__CORE__DAGS_FOLDER"]) / dag_file
     args = [sys.executable, str(Path(dag_test_runner.__file__)), str(path)]
-    return _server(env).run({"dag_file": str(path)}, env=env, timeout=timeout, args=args)
+    return _servers.server(env).run({"dag_file": str(path)}, env=env, timeout=timeout, args=args)
