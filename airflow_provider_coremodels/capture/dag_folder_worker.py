@@ -1392,9 +1392,9 @@ def _serve(common: dict[str, Any], messages: _Messages) -> dict[str, Any]:
     every file of an earlier one has ended) and map each job's outcomes."""
     begun = time.monotonic()
     # The start is imports, tens of thousands of objects that all live on: the collections they
-    # would set off find almost nothing, and cost about a tenth of the start's CPU (benchmarks/
-    # bench_parse_start.py). Collection is back
-    # on before the first child is forked (the server's objects are then frozen, see _parse_all).
+    # would set off find almost nothing, and cost about a tenth of the start's CPU
+    # (benchmarks/bench_parse_start.py). Collection is back on before the first child is forked
+    # (the server's objects are then frozen, see _parse_all).
     gc.disable()
     import airflow
     from airflow.configuration import conf
