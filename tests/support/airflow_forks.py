@@ -125,9 +125,8 @@ def _run_request(request: dict[str, Any]) -> None:
         try:
             exec(compile(request["python"], "<string>", "exec"), {"__name__": "__main__"})
         finally:
-            if request.get(
-                "exit_handlers"
-            ):  # as the interpreter's exit runs them (the child's exit does not)
+            # as the interpreter's exit runs them, which the child's os._exit does not
+            if request.get("exit_handlers"):
                 atexit._run_exitfuncs()
     else:
         import dag_test_runner
