@@ -111,28 +111,41 @@ def _warm_openlineage() -> None:
     import airflow_provider_coremodels.sinks.openlineage  # noqa: F401
 
 
-WARM = {"cli": _warm_cli, "dag_test": _warm_dag_test, "openlineage": _warm_openlineage}
+def _warm_coremodels() -> None:
+    """What ``python -m airflow_provider_coremodels export --conn-id ...`` imports to read its
+    connections: the command line and the provider's hooks. Imported only, as for ``openlineage``."""
+    import airflow_provider_coremodels.cli.main
+    import airflow_provider_coremodels.hooks.airflow_api
+    import airflow_provider_coremodels.hooks.coremodels  # noqa: F401
+
+
+WARM = {
+    "cli": _warm_cli,
+    "dag_test": _warm_dag_test,
+    "openlineage": _warm_openlineage,
+    "coremodels": _warm_coremodels,
+}
 
 
 def _run_request(request: dict[str, Any]) -> None:
-    if "airflow" in request:
-        from airflow.__main__ import main
+    try:
+        if "airflow" in request:
+            from airflow.__main__ import main
 
-        sys.argv = ["airflow", *request["airflow"]]
-        main()
-    elif "python" in request:
-        sys.argv = ["-c", *request.get("argv", ())]
-        try:
+            sys.argv = ["airflow", *request["airflow"]]
+            main()
+        elif "python" in request:
+            sys.argv = ["-c", *request.get("argv", ())]
             exec(compile(request["python"], "<string>", "exec"), {"__name__": "__main__"})
-        finally:
-            # as the interpreter's exit runs them, which the child's os._exit does not
-            if request.get("exit_handlers"):
-                atexit._run_exitfuncs()
-    else:
-        import dag_test_runner
+        else:
+            import dag_test_runner
 
-        sys.argv = [dag_test_runner.__file__, request["dag_file"]]
-        dag_test_runner.run_one(request["dag_file"])
+            sys.argv = [dag_test_runner.__file__, request["dag_file"]]
+            dag_test_runner.run_one(request["dag_file"])
+    finally:
+        # as the interpreter's exit runs them, which the child's os._exit does not
+        if request.get("exit_handlers"):
+            atexit._run_exitfuncs()
 
 
 def _child(request: dict[str, Any], answer_fd: int) -> None:
@@ -288,8 +301,8 @@ class AirflowForks:
         cwd: str | os.PathLike[str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Fork one run of ``request``: ``{"airflow": argv}``; ``{"python": code}``, with an optional
-        ``"argv"``, and ``"exit_handlers": True`` to run the exit handlers after it as an
-        interpreter's exit would; or ``{"dag_file": path}``. ``stdout`` names a file for the whole
+        ``"argv"``; or ``{"dag_file": path}``; any of them with ``"exit_handlers": True`` to run the
+        exit handlers after it as an interpreter's exit would. ``stdout`` names a file for the whole
         output (stdout and stderr, as a log); else both are returned. ``args`` is what the result
         and a timeout name as the command."""
         with self._lock, tempfile.TemporaryDirectory(prefix="airflow-fork-") as tmp:

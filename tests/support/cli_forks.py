@@ -50,7 +50,8 @@ PER_RUN = (
 #: Servers kept at once: a module's environment, and a variant a test makes.
 KEPT = 2
 
-_RUN = """
+#: ``python -m airflow_provider_coremodels``, as a forked run's code (its argv follows).
+RUN_MODULE = """
 import runpy
 runpy.run_module("airflow_provider_coremodels", run_name="__main__", alter_sys=True)
 """
@@ -59,7 +60,7 @@ _servers = KeptServers(warm=("openlineage",), kept=KEPT, per_run=PER_RUN)
 
 
 def run(
-    *argv: str, env: dict[str, str], timeout: float, code: str = _RUN, cwd: str | None = None
+    *argv: str, env: dict[str, str], timeout: float, code: str = RUN_MODULE, cwd: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``python -c code argv...`` (by default, ``python -m airflow_provider_coremodels argv...``),
     forked: its exit code and output, as ``subprocess.run(..., capture_output=True, text=True)``
