@@ -710,7 +710,7 @@ def test_the_forked_rows_airflow_homes_hold_no_canary(rig: Rig, runs: Runs) -> N
     runs.wait_all()
     files = files_under(*(forked_home(rig, door) for door in FORKED_WARM))
     assert_no_canary(files)
-    assert str(forked_home(rig, AIRFLOW_CLI) / "airflow.cfg") in dict(files)  # the command wrote there
+    assert str(forked_home(rig, AIRFLOW_CLI) / "airflow.cfg") in dict(files)  # Airflow wrote in this home
 
 
 @needs_server
