@@ -48,7 +48,7 @@ demo: install
 # them (--no-loadscope-reorder keeps that order; tests/conftest.py sets it, and
 # `make test PYTEST_ARGS=--record-durations` measures it again). A fifth of a run waits on servers,
 # deadlines and subprocesses, so three workers on 2 cores finish first (18.4 minutes where two took
-# 19.7, measured quiet before later cuts brought three to 13.3-14.2); TEST_WORKERS=0 runs it in this process.
+# 19.7, measured quiet before later cuts brought three to 13.3-14.7); TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 3
 PYTEST_WORKERS := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 PYTEST_ARGS ?=
